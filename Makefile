@@ -1,0 +1,36 @@
+# Developer entry points. Every target creates .venv and installs the project on first use.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: serve test lint typecheck bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev,infra]'
+	touch $(STAMP)
+
+## Start the embedded local service (moto + MCP endpoint on 127.0.0.1:8787). No AWS account needed.
+serve: $(STAMP)
+	$(BIN)/engram-memory serve $(ARGS)
+
+## Run every test tier (unit, integration on moto, e2e over HTTP, CDK synthesis + cdk-nag).
+test: $(STAMP)
+	$(BIN)/python -m pytest $(ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check shared functions infra tests bench
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python bench/tool_latency.py
+	$(BIN)/python bench/ranking_quality.py
+	$(BIN)/python bench/throughput.py
+	$(BIN)/python bench/search_scale.py
+
+clean:
+	rm -rf $(VENV) cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The wire contract: pydantic models, published JSON Schemas, the envelope."""

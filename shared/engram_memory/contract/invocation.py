@@ -1,0 +1,78 @@
+"""The typed internal event the MCP endpoint sends to a tool Lambda.
+
+Same shape whether it travels through ``lambda:Invoke`` (AWS) or a direct in-process call
+(local mode and tests): the verified host context plus the raw, not yet validated,
+arguments. The tool Lambda validates the arguments itself (closed schema) and answers
+with the envelope dict.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engram_memory.domain.context import InvocationContext, Scope, Tool
+
+
+class ContextModel(BaseModel):
+    """Wire form of :class:`InvocationContext` (already verified by the endpoint)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    tenant_id: str
+    workspace_id: str
+    principal: str
+    agent_id: str
+    session_id: str
+    purpose_ref: str
+    audit_id: str
+    deadline_ms: int
+    capabilities: list[str]
+    confirmation_required: list[str] = Field(default_factory=list)
+    confirmation_ref: str | None = None
+    token_id: str = ""
+
+    @classmethod
+    def from_context(cls, ctx: InvocationContext) -> ContextModel:
+        """The wire form of a verified context."""
+        return cls(
+            tenant_id=ctx.scope.tenant_id,
+            workspace_id=ctx.scope.workspace_id,
+            principal=ctx.principal,
+            agent_id=ctx.agent_id,
+            session_id=ctx.session_id,
+            purpose_ref=ctx.purpose_ref,
+            audit_id=ctx.audit_id,
+            deadline_ms=ctx.deadline_ms,
+            capabilities=sorted(t.value for t in ctx.capabilities),
+            confirmation_required=sorted(t.value for t in ctx.confirmation_required),
+            confirmation_ref=ctx.confirmation_ref,
+            token_id=ctx.token_id,
+        )
+
+    def to_context(self) -> InvocationContext:
+        """The domain context."""
+        return InvocationContext(
+            scope=Scope(self.tenant_id, self.workspace_id),
+            principal=self.principal,
+            agent_id=self.agent_id,
+            session_id=self.session_id,
+            purpose_ref=self.purpose_ref,
+            audit_id=self.audit_id,
+            deadline_ms=self.deadline_ms,
+            capabilities=frozenset(Tool(c) for c in self.capabilities),
+            confirmation_required=frozenset(Tool(c) for c in self.confirmation_required),
+            confirmation_ref=self.confirmation_ref,
+            token_id=self.token_id,
+        )
+
+
+class ToolInvocation(BaseModel):
+    """``{tool, context, arguments}``: the event every tool Lambda receives."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    tool: Tool
+    context: ContextModel
+    arguments: dict[str, Any]

@@ -1,0 +1,1 @@
+"""The domain core: pure Python, no boto3, no pydantic."""

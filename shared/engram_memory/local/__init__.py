@@ -1,0 +1,1 @@
+"""The one-machine embedded service and its command line."""

@@ -1,0 +1,1 @@
+"""The MCP endpoint: tool table, dispatch, host-context verification. No boto3."""

@@ -1,0 +1,1 @@
+"""Use cases, one per module; ports.py holds the Protocols they need."""
