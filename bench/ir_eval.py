@@ -1,0 +1,65 @@
+"""Cranfield loading and the IR measures used by bench/ranking_quality.py.
+
+nDCG@k uses the graded gains of qrels.tsv (4 = complete answer ... 1 = minimum interest)
+with the exponential gain 2^g - 1 and log2(rank + 1) discount; Recall@k counts every listed
+pair as relevant (binary), as the collection's SOURCE.md prescribes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "cranfield"
+
+
+@dataclass(frozen=True)
+class Collection:
+    """Documents, queries and graded judgements of one test collection."""
+
+    docs: dict[str, str]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+
+
+def load_cranfield(folder: Path = DEFAULT_DIR) -> Collection:
+    """Read corpus.jsonl, queries.jsonl and qrels.tsv."""
+    docs: dict[str, str] = {}
+    with (folder / "corpus.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            docs[row["_id"]] = row["text"]
+    queries: dict[str, str] = {}
+    with (folder / "queries.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            queries[row["_id"]] = row["text"]
+    qrels: dict[str, dict[str, int]] = {}
+    with (folder / "qrels.tsv").open(encoding="utf-8") as fh:
+        for row in csv.DictReader(fh, delimiter="\t"):
+            qrels.setdefault(row["query-id"], {})[row["corpus-id"]] = int(row["score"])
+    return Collection(docs, queries, qrels)
+
+
+def ndcg_at(ranked: Sequence[str], gains: Mapping[str, int], k: int = 10) -> float:
+    """Normalised discounted cumulative gain at rank k (exponential gains)."""
+    dcg = sum((2 ** gains.get(doc, 0) - 1) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
+    ideal = sorted(gains.values(), reverse=True)[:k]
+    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def recall_at(ranked: Sequence[str], gains: Mapping[str, int], k: int = 100) -> float:
+    """Fraction of the judged-relevant documents found in the top k."""
+    if not gains:
+        return 0.0
+    return len(set(ranked[:k]) & set(gains)) / len(gains)
+
+
+def mean(values: Sequence[float]) -> float:
+    """Arithmetic mean (0.0 for no values)."""
+    return sum(values) / len(values) if values else 0.0

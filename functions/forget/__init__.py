@@ -1,0 +1,1 @@
+"""The engram_memory_forget tool Lambda."""

@@ -1,0 +1,77 @@
+"""The MCP endpoint Lambda: API Gateway HTTP API v2 event -> the MCP ASGI app.
+
+The SDK's session manager can run only once, so each invocation builds a fresh, cheap,
+stateless manager around the per-container ``Server`` (built once, lazily): two calls in
+one warm container work. Nothing here keeps state between calls; each request carries its
+own host token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from engram_memory.adapters.lambda_invoker import lambda_invoker_from_env
+from engram_memory.mcp.apigw import call_asgi, public_base_url
+from engram_memory.mcp.host_context import HostTokenVerifier, verifier_from_settings
+from engram_memory.mcp.server import (
+    MCP_PATH,
+    Endpoint,
+    build_app,
+    build_server,
+    session_manager,
+    transport_security,
+)
+from engram_memory.settings import Settings
+
+logger = Logger(service="engram-mcp-endpoint")
+tracer = Tracer(service="engram-mcp-endpoint")
+
+
+def _csv(name: str) -> list[str]:
+    return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
+
+
+@cache
+def _wiring() -> tuple[Settings, Any]:
+    """Settings and the MCP server, built once per container on first call."""
+    settings = Settings.from_env()
+    verifier: HostTokenVerifier = verifier_from_settings(settings, time.time)
+    invoker = lambda_invoker_from_env(
+        os.environ, region=settings.region, endpoint_url=settings.endpoint_url
+    )
+    endpoint = Endpoint(
+        verifier=lambda: verifier, invoker=invoker, clock_ms=lambda: int(time.time() * 1000)
+    )
+    return settings, build_server(endpoint)
+
+
+def reset_wiring() -> None:
+    """Forget the cached wiring (tests change the environment between cases)."""
+    _wiring.cache_clear()
+
+
+async def _handle(event: dict[str, Any]) -> dict[str, Any]:
+    settings, server = _wiring()
+    domain = str(event.get("requestContext", {}).get("domainName") or "")
+    # API Gateway only routes requests for its own domain; pin the Host check to it
+    # unless the stack configures the allowed hosts explicitly (custom domains).
+    hosts = _csv("ENGRAM_ALLOWED_HOSTS") or ([domain] if domain else [])
+    manager = session_manager(server, transport_security(hosts, _csv("ENGRAM_ALLOWED_ORIGINS")))
+    resource = os.environ.get("ENGRAM_RESOURCE_URL") or public_base_url(event) + MCP_PATH
+    app = build_app(manager, issuer=settings.host_issuer, resource_url=resource,
+                    with_lifespan=False)
+    async with manager.run():
+        return await call_asgi(app, event)
+
+
+@logger.inject_lambda_context(clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Serve one MCP HTTP request (both protocol eras) or the RFC 9728 metadata."""
+    return asyncio.run(_handle(event))

@@ -1,0 +1,58 @@
+"""The projector Lambda: main-table stream batch → lexical projection, partial failures.
+
+Only record items (``SCOPE#…`` / ``REC#{id}``) are looked at; candidates and their sealed
+blobs are skipped by key before any image is decoded, so pending content never reaches the
+projection, a log line or a trace. The local stream pump feeds this very handler.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from engram_memory import bootstrap
+from engram_memory.domain.errors import EngramError, StoreUnavailable
+from engram_memory.services.projection import record_key, records_in_images
+
+logger = Logger(service="engram-projector")
+tracer = Tracer(service="engram-projector")
+# Whole-batch failures are reported like partial ones, so the stream retries from the
+# first failed record instead of the Lambda raising (and logging) a batch error.
+processor = BatchProcessor(event_type=EventType.DynamoDBStreams,
+                           raise_on_entire_batch_failure=False)
+
+
+def record_handler(record: DynamoDBRecord) -> None:
+    """Reconcile the projection of the record one stream record names (others: no-op)."""
+    change = record.dynamodb
+    if change is None:
+        return
+    keys = change.keys or {}
+    key = record_key(keys.get("pk"), keys.get("sk"))
+    if key is None:
+        return
+    try:
+        images = [image for image in (change.old_image, change.new_image) if image]
+        bootstrap.projection_service().reconcile(key, records_in_images(images))
+    except EngramError:
+        raise
+    except Exception as exc:
+        # Only the class name: an exception text could quote record content.
+        logger.error("projection failed", extra={"error_class": type(exc).__name__})
+        raise StoreUnavailable from None
+
+
+@logger.inject_lambda_context(log_event=False)
+@tracer.capture_lambda_handler(capture_response=False)
+def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    """Partial batch response (``batchItemFailures``) for one stream batch."""
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

@@ -1,0 +1,1 @@
+"""The engram_memory_request_admission tool Lambda."""

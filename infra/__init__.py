@@ -1,0 +1,1 @@
+"""The engram-memory CDK app (one TenantStack per tenant)."""

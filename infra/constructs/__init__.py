@@ -1,0 +1,1 @@
+"""Small constructs the TenantStack is composed of."""

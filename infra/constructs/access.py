@@ -1,0 +1,141 @@
+"""Least privilege, function by function: each ``_grant_<function>`` is the whole of its access.
+
+Reading this file is reading the security model (docs/deploy.md, "Who may do what"):
+search and get read; only capture generates candidate data keys; only request_admission
+decrypts them; the gate's functions touch confirmation items (``CONF#``) only; nothing has
+a wildcard action, and no data statement has a wildcard resource.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aws_cdk import aws_iam as iam
+
+from infra.constructs.storage import (
+    CONFIRMATION_KEYS,
+    READ,
+    TRANSACT_WRITE,
+    stream_statements,
+    table_statement,
+)
+from infra.names import TOOL_FUNCTIONS
+
+if TYPE_CHECKING:
+    from aws_cdk import aws_secretsmanager as secretsmanager
+
+    from infra.constructs.functions import EngramFunctions
+    from infra.constructs.gate import ConfirmationGate
+    from infra.constructs.keys import TenantKeys
+    from infra.constructs.storage import TenantStorage
+
+_GET_AND_DELETE = ("dynamodb:GetItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem")
+
+
+class AccessGrants:
+    """Applies every function's permissions to its own role (call :meth:`apply` once)."""
+
+    def __init__(self, *, functions: EngramFunctions, storage: TenantStorage, keys: TenantKeys,
+                 gate: ConfirmationGate, page_cursor_secret: secretsmanager.ISecret) -> None:
+        """Bind the resources the grants refer to."""
+        self._functions = functions
+        self._storage = storage
+        self._keys = keys
+        self._gate = gate
+        self._secret = page_cursor_secret
+
+    def apply(self) -> None:
+        """Grant each function exactly what its handler uses."""
+        for name in self._functions.functions:
+            getattr(self, f"_grant_{name}")(self._functions.roles[name])
+
+    def _add(self, role: iam.IRole, *statements: iam.PolicyStatement) -> None:
+        for statement in statements:
+            role.add_to_principal_policy(statement)
+
+    def _reader(self, role: iam.IRole) -> None:
+        self._add(role, table_statement(self._storage.main, READ),
+                  self._keys.storage_statement(write=False))
+
+    def _mutator(self, role: iam.IRole) -> None:
+        # One TransactWriteItems per mutation: idempotency, state, journal, confirmation.
+        self._add(role, table_statement(self._storage.main, (*READ, *TRANSACT_WRITE)),
+                  self._keys.storage_statement(write=True))
+
+    def _grant_search(self, role: iam.IRole) -> None:
+        self._reader(role)
+        self._add(role, table_statement(self._storage.projection, READ))
+        # The page cursor HMAC secret, read once per container.
+        self._add(role, iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"],
+                                            resources=[self._secret.secret_arn]))
+
+    def _grant_get(self, role: iam.IRole) -> None:
+        self._reader(role)
+
+    def _grant_capture(self, role: iam.IRole) -> None:
+        self._mutator(role)
+        self._add(role, table_statement(self._storage.keys, (
+            "dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:ConditionCheckItem")))
+        self._keys.allow_generate_data_key(role)
+
+    def _grant_request_admission(self, role: iam.IRole) -> None:
+        self._mutator(role)
+        # Decrypt once, store the accepted record, shred the candidate key (same transaction).
+        self._add(role, table_statement(self._storage.keys, _GET_AND_DELETE))
+        self._keys.allow_decrypt(role)
+
+    def _grant_withdraw(self, role: iam.IRole) -> None:
+        self._mutator(role)
+        # Deleting the wrapped key in the withdraw transaction is the shred.
+        self._add(role, table_statement(self._storage.keys, _GET_AND_DELETE))
+
+    def _grant_forget(self, role: iam.IRole) -> None:
+        # The projector completes projection_invalidation; forget never touches the index.
+        self._mutator(role)
+
+    def _grant_mcp_endpoint(self, role: iam.IRole) -> None:
+        self._add(role, iam.PolicyStatement(actions=["lambda:InvokeFunction"],
+                                            resources=self._functions.arns(TOOL_FUNCTIONS)))
+
+    def _grant_host_api(self, role: iam.IRole) -> None:
+        machine = self._gate.state_machine.state_machine_arn
+        self._add(
+            role,
+            iam.PolicyStatement(actions=["states:StartExecution"], resources=[machine]),
+            iam.PolicyStatement(actions=["states:SendTaskSuccess", "states:SendTaskFailure"],
+                                resources=[machine]),
+            table_statement(self._storage.main, (
+                "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
+            ), leading_keys=CONFIRMATION_KEYS),
+            self._keys.storage_statement(write=True),
+            # Adjudication runs in request_admission, the one function that may Decrypt.
+            iam.PolicyStatement(actions=["lambda:InvokeFunction"],
+                                resources=self._functions.arns(("request_admission",))),
+        )
+
+    def _grant_projector(self, role: iam.IRole) -> None:
+        self._add(
+            role,
+            *stream_statements(self._storage.main),
+            table_statement(self._storage.projection, (
+                *READ, "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+                "dynamodb:BatchWriteItem")),
+            # Reads chunked records; marks projection_invalidation complete after a forget.
+            table_statement(self._storage.main, ("dynamodb:GetItem", "dynamodb:Query",
+                                                 "dynamodb:UpdateItem")),
+            self._keys.storage_statement(write=True),
+        )
+
+    def _grant_confirmation_notifier(self, role: iam.IRole) -> None:
+        # Queue consumption is granted by its event source mapping.
+        self._add(
+            role,
+            table_statement(self._storage.main, ("dynamodb:GetItem", "dynamodb:UpdateItem"),
+                            leading_keys=CONFIRMATION_KEYS),
+            self._keys.storage_statement(write=True),
+            iam.PolicyStatement(actions=["events:PutEvents"],
+                                resources=[self._gate.host_bus.event_bus_arn]),
+        )
+
+    def _grant_expiry_sweeper(self, role: iam.IRole) -> None:
+        self._mutator(role)

@@ -1,0 +1,197 @@
+"""The eleven Lambda functions: one role, one log group and one function each.
+
+Every function runs the same code asset (``shared/engram_memory`` + ``functions/``) with
+handler ``functions.<name>.handler.lambda_handler``; run-time dependencies come from the
+layer built by the package step (infra/package.py). Permissions are granted elsewhere
+(infra/constructs/access.py), function by function; a role starts with logs only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from aws_cdk import Annotations, Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.constructs.retention import retention
+from infra.names import FUNCTIONS, METRICS_NAMESPACE
+from infra.package import REPO_ROOT, packaged_layer_dir, stage_source
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from infra.tenant_config import TenantConfig
+
+RUNTIME: Final = lambda_.Runtime.PYTHON_3_13  # infra/package.py PYTHON_VERSION matches
+ARCHITECTURE: Final = lambda_.Architecture.ARM_64
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSpec:
+    """Sizing of one function (the tool timeouts stay below the MCP endpoint's)."""
+
+    name: str
+    description: str
+    timeout_s: int
+    memory_mb: int = 512
+
+
+SPECS: Final = {
+    spec.name: spec for spec in (
+        FunctionSpec("search", "engram_memory_search: lexical search of current records", 10,
+                     1024),
+        FunctionSpec("get", "engram_memory_get: read one current record", 10),
+        FunctionSpec("capture", "engram_memory_capture: seal a pending candidate", 15),
+        FunctionSpec("request_admission", "engram_memory_request_admission: admit or reject",
+                     20),
+        FunctionSpec("withdraw", "engram_memory_withdraw: end a pending candidate", 15),
+        FunctionSpec("forget", "engram_memory_forget: tombstone an admitted record", 15),
+        FunctionSpec("mcp_endpoint", "MCP streamable HTTP endpoint (POST /mcp)", 29),
+        FunctionSpec("host_api", "Host-only routes: confirmations and adjudication", 29),
+        FunctionSpec("projector", "Stream projector: the lexical search index", 60),
+        FunctionSpec("confirmation_notifier", "Confirmation queue consumer: notifies the host",
+                     30, 256),
+        FunctionSpec("expiry_sweeper", "Scheduled sweep of expired records", 300),
+    )
+}
+
+
+def service_name(function: str) -> str:
+    """The Powertools service name (and metrics ``service`` dimension) of a function."""
+    return f"engram-{function.replace('_', '-')}"
+
+
+def handler_path(function: str) -> str:
+    """The repository path of a function's handler module."""
+    return f"functions/{function}/handler.py"
+
+
+class EngramFunctions(Construct):
+    """Builds every function with its own least-privilege role and log group."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: TenantConfig,
+                 environment: Mapping[str, str]) -> None:
+        """Create all functions from one staged code asset and the optional layer."""
+        super().__init__(scope, construct_id)
+        self._config = config
+        self._environment = dict(environment)
+        self._code = lambda_.Code.from_asset(str(stage_source()))
+        self._layers = self._build_layers()
+        self.roles: dict[str, iam.Role] = {}
+        self.log_groups: dict[str, logs.LogGroup] = {}
+        self.functions: dict[str, lambda_.Function] = {
+            name: self._build_function(SPECS[name]) for name in FUNCTIONS
+        }
+
+    def _build_layers(self) -> list[lambda_.ILayerVersion]:
+        layer_dir = packaged_layer_dir()
+        if layer_dir is None:
+            # Offline synth: the source asset alone; run the package step before deploying.
+            Annotations.of(self).add_info(
+                "No build/lambda/python: synthesized without the dependency layer "
+                "(run `python infra/package.py` before `cdk deploy`).")
+            return []
+        return [lambda_.LayerVersion(
+            self, "Dependencies",
+            code=lambda_.Code.from_asset(str(layer_dir)),
+            compatible_runtimes=[RUNTIME],
+            compatible_architectures=[ARCHITECTURE],
+            description="engram-memory run-time dependencies (manylinux aarch64 wheels)",
+        )]
+
+    def _build_role(self, name: str, log_group: logs.LogGroup) -> iam.Role:
+        role = iam.Role(
+            self, f"{_pascal(name)}Role",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description=f"engram-memory {name}: least privilege",
+        )
+        # Its own log group only (no AWSLambdaBasicExecutionRole: it allows every group).
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+            resources=[log_group.log_group_arn],
+        ))
+        return role
+
+    def _build_function(self, spec: FunctionSpec) -> lambda_.Function:
+        pascal = _pascal(spec.name)
+        log_group = logs.LogGroup(
+            self, f"{pascal}Logs",
+            retention=retention(self._config.log_retention_days),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        role = self._build_role(spec.name, log_group)
+        if not (REPO_ROOT / handler_path(spec.name)).is_file():
+            Annotations.of(self).add_warning_v2(
+                f"engram:missing-handler:{spec.name}",
+                f"{handler_path(spec.name)} is missing: this function would not start.")
+        function = lambda_.Function(
+            self, pascal,
+            description=spec.description,
+            runtime=RUNTIME,
+            architecture=ARCHITECTURE,
+            handler=f"functions.{spec.name}.handler.lambda_handler",
+            code=self._code,
+            layers=self._layers,
+            role=role,
+            log_group=log_group,
+            memory_size=spec.memory_mb,
+            timeout=Duration.seconds(spec.timeout_s),
+            tracing=lambda_.Tracing.ACTIVE,
+            reserved_concurrent_executions=self._config.reserved_concurrency.get(spec.name),
+            environment={**self._environment, **_powertools_env(spec.name)},
+        )
+        self.roles[spec.name] = role
+        self.log_groups[spec.name] = log_group
+        return function
+
+    def add_environment(self, function: str, values: Mapping[str, str]) -> None:
+        """Set function-specific variables (resource names only known after construction)."""
+        for key, value in values.items():
+            self.functions[function].add_environment(key, value)
+
+    def arns(self, names: tuple[str, ...]) -> list[str]:
+        """The ARNs of the named functions."""
+        return [self.functions[name].function_arn for name in names]
+
+
+def _powertools_env(function: str) -> dict[str, str]:
+    return {
+        "POWERTOOLS_SERVICE_NAME": service_name(function),
+        "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+        "LOG_LEVEL": "INFO",
+        # Responses and exception text may carry memory content: never into traces or logs.
+        "POWERTOOLS_TRACER_CAPTURE_RESPONSE": "false",
+        "POWERTOOLS_TRACER_CAPTURE_ERROR": "false",
+        "POWERTOOLS_LOGGER_LOG_EVENT": "false",
+    }
+
+
+def _pascal(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_"))
+
+
+def stack_environment(config: TenantConfig, *, table: str, key_table: str, projection: str,
+                      kms_key_arn: str) -> dict[str, str]:
+    """The ``ENGRAM_*`` variables every function reads (engram_memory.settings)."""
+    return {
+        "ENGRAM_TENANT_ID": config.tenant_id,
+        "ENGRAM_WORKSPACE_IDS": ",".join(config.workspace_ids),
+        "ENGRAM_TABLE_NAME": table,
+        "ENGRAM_KEY_TABLE_NAME": key_table,
+        "ENGRAM_PROJECTION_TABLE_NAME": projection,
+        "ENGRAM_KMS_KEY_ID": kms_key_arn,
+        "ENGRAM_HOST_ISSUER": config.host_issuer,
+        "ENGRAM_AUDIENCE": config.audience,
+        "ENGRAM_HOST_PUBLIC_KEY_PEM": config.host_public_key_pem,
+        "ENGRAM_ADMISSION_POLICY_ID": config.admission_policy_id,
+        "ENGRAM_ADMISSION_POLICY_VERSION": config.admission_policy_version,
+        "ENGRAM_ADMISSION_MODE": config.admission_mode,
+        "ENGRAM_RETENTION_CEILING_MS": str(config.retention_ceiling_ms),
+        "ENGRAM_RETAIN_ALLOWED": "true" if config.retain_allowed else "false",
+        "ENGRAM_RECONCILIATION_FAMILIES": ",".join(config.reconciliation_families),
+        "ENGRAM_REDACTION_ALLOWLIST": ",".join(config.redaction_allowlist),
+    }

@@ -1,0 +1,43 @@
+"""Names shared by the stack, its tests and operators: outputs, functions, metrics."""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Stack outputs (CloudFormation output logical ids). Tests and docs/deploy.md use these.
+OUTPUT_ENDPOINT_URL: Final = "McpEndpointUrl"
+OUTPUT_API_URL: Final = "ApiBaseUrl"
+OUTPUT_TABLE_NAME: Final = "MainTableName"
+OUTPUT_KEY_TABLE_NAME: Final = "KeyTableName"
+OUTPUT_PROJECTION_TABLE_NAME: Final = "ProjectionTableName"
+OUTPUT_STATE_MACHINE_ARN: Final = "ConfirmationGateArn"
+OUTPUT_HOST_EVENT_BUS_NAME: Final = "HostEventBusName"
+OUTPUT_AUDIENCE: Final = "HostTokenAudience"
+OUTPUT_ALARM_TOPIC_ARN: Final = "AlarmTopicArn"
+
+# The eleven Lambda functions; each is functions/<name>/handler.py::lambda_handler.
+TOOL_FUNCTIONS: Final = ("search", "get", "capture", "request_admission", "withdraw", "forget")
+FUNCTIONS: Final = (
+    *TOOL_FUNCTIONS,
+    "mcp_endpoint",
+    "host_api",
+    "projector",
+    "confirmation_notifier",
+    "expiry_sweeper",
+)
+
+# Powertools metrics: one namespace per deployment; gated tools count refused confirmations.
+METRICS_NAMESPACE: Final = "EngramMemory"
+GATE_FAILURE_METRIC: Final = "GateFailures"
+GATED_FUNCTIONS: Final = ("capture", "request_admission", "withdraw", "forget")
+
+# Environment variables the stack sets beyond engram_memory.settings (read by named handlers).
+ENV_FUNCTION_PREFIX: Final = "ENGRAM_FUNCTION_"  # mcp_endpoint, host_api: tool function names
+ENV_PAGE_CURSOR_SECRET_ARN: Final = "ENGRAM_PAGE_CURSOR_SECRET_ARN"  # search only
+ENV_HOST_EVENT_BUS_NAME: Final = "ENGRAM_HOST_EVENT_BUS_NAME"  # confirmation_notifier only
+
+# HTTP API routes.
+ROUTE_MCP: Final = "POST /mcp"
+ROUTE_METADATA: Final = "GET /.well-known/oauth-protected-resource"
+ROUTE_METADATA_FOR_MCP: Final = "GET /.well-known/oauth-protected-resource/mcp"
+ROUTE_HOST: Final = "ANY /host/{proxy+}"

@@ -1,0 +1,1 @@
+"""CDK stacks of the engram-memory app."""

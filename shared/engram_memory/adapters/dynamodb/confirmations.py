@@ -1,0 +1,202 @@
+"""Confirmation items in the main table, and the gate check that consumes them.
+
+Item: ``pk = CONF#{tenant}#{workspace}``, ``sk = REF#{elicitation_ref}``. The Step
+Functions workflow writes it (``requested``), the queue consumer stores the task token
+(``awaiting_decision``), the workflow marks the decision (``approved``/``rejected``) or
+the timeout (``expired``) and closes the approval window (``expired``). The gated tool
+moves ``approved`` → ``consumed`` inside its own TransactWriteItems (single use).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from engram_memory.domain.errors import (
+    EngramError,
+    GateFailed,
+    IllegalTransition,
+    RateLimited,
+    StoreUnavailable,
+)
+from engram_memory.services.confirmation import (
+    REF_RE,
+    Confirmation,
+    ConfirmationState,
+    Decision,
+)
+
+if TYPE_CHECKING:
+    from engram_memory.domain.context import InvocationContext, Scope, Tool
+
+_THROTTLING = frozenset({
+    "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+})
+_CONDITION_FAILED = "ConditionalCheckFailedException"
+
+
+def confirmation_key(scope: Scope, elicitation_ref: str) -> dict[str, str]:
+    """The plain-string key of a confirmation item (the workflow input carries it)."""
+    return {"pk": f"CONF#{scope.key}", "sk": f"REF#{elicitation_ref}"}
+
+
+def _typed_key(scope: Scope, elicitation_ref: str) -> dict[str, Any]:
+    return {name: {"S": value} for name, value in confirmation_key(scope, elicitation_ref).items()}
+
+
+def translate_error(exc: ClientError, on_condition: type[EngramError]) -> EngramError:
+    """The one place that reads ClientError codes for confirmation items."""
+    code = exc.response.get("Error", {}).get("Code", "")
+    if code == _CONDITION_FAILED:
+        return on_condition()
+    if code in _THROTTLING:
+        return RateLimited()
+    return StoreUnavailable()
+
+
+def _int(item: dict[str, Any], name: str) -> int | None:
+    value = item.get(name)
+    return int(value["N"]) if value is not None else None
+
+
+def _str(item: dict[str, Any], name: str) -> str | None:
+    value = item.get(name)
+    return str(value["S"]) if value is not None else None
+
+
+def confirmation_from_item(item: dict[str, Any]) -> Confirmation:
+    """Map a low-level DynamoDB item to a :class:`Confirmation`."""
+    return Confirmation(
+        elicitation_ref=item["elicitation_ref"]["S"],
+        state=ConfirmationState(item["state"]["S"]),
+        tool=item["tool"]["S"],
+        target=item["target"]["S"],
+        operation_digest=item["operation_digest"]["S"],
+        principal=item["principal"]["S"],
+        created_at_ms=int(item["created_at_ms"]["N"]),
+        expires_at_ms=int(item["expires_at_ms"]["N"]),
+        window_seconds=int(item["window_seconds"]["N"]),
+        task_token=_str(item, "task_token"),
+        approved_at_ms=_int(item, "approved_at_ms"),
+        window_ends_at_ms=_int(item, "window_ends_at_ms"),
+        decision=_str(item, "decision"),
+        approver=_str(item, "approver"),
+    )
+
+
+class DynamoConfirmationStore:
+    """Reads confirmation items; records decisions and task tokens."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def get(self, scope: Scope, elicitation_ref: str) -> Confirmation | None:
+        """The item (strongly consistent read), or None."""
+        try:
+            response = self._client.get_item(
+                TableName=self._table, Key=_typed_key(scope, elicitation_ref), ConsistentRead=True,
+            )
+        except ClientError as exc:
+            raise translate_error(exc, StoreUnavailable) from exc
+        item = response.get("Item")
+        return confirmation_from_item(item) if item else None
+
+    def record_decision(
+        self, scope: Scope, elicitation_ref: str, decision: Decision, approver: str,
+        decided_by: str, now_ms: int,
+    ) -> None:
+        """First decision wins: conditional on ``awaiting_decision`` and no decision yet."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=_typed_key(scope, elicitation_ref),
+                UpdateExpression="SET decision = :d, approver = :a, decided_by = :by, "
+                                 "decided_at_ms = :now",
+                ConditionExpression="#s = :awaiting AND attribute_not_exists(decision)",
+                ExpressionAttributeNames={"#s": "state"},
+                ExpressionAttributeValues={
+                    ":d": {"S": decision.value}, ":a": {"S": approver}, ":by": {"S": decided_by},
+                    ":now": {"N": str(now_ms)},
+                    ":awaiting": {"S": ConfirmationState.AWAITING_DECISION.value},
+                },
+            )
+        except ClientError as exc:
+            raise translate_error(exc, IllegalTransition) from exc
+
+    def store_task_token(self, pk: str, sk: str, task_token: str) -> bool:
+        """Attach the workflow's task token; False when the item moved on (drop the message).
+
+        Redelivery of the same message is harmless: the condition also accepts an item
+        already awaiting a decision with this very token.
+        """
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": pk}, "sk": {"S": sk}},
+                UpdateExpression="SET #s = :awaiting, task_token = :t",
+                ConditionExpression="#s = :requested OR (#s = :awaiting AND task_token = :t)",
+                ExpressionAttributeNames={"#s": "state"},
+                ExpressionAttributeValues={
+                    ":awaiting": {"S": ConfirmationState.AWAITING_DECISION.value},
+                    ":requested": {"S": ConfirmationState.REQUESTED.value},
+                    ":t": {"S": task_token},
+                },
+            )
+        except ClientError as exc:
+            error = translate_error(exc, IllegalTransition)
+            if isinstance(error, IllegalTransition):
+                return False
+            raise error from exc
+        return True
+
+
+class DynamoConfirmationGate:
+    """The ConfirmationGate port: a TransactWriteItems element consuming the confirmation."""
+
+    def __init__(self, table_name: str) -> None:
+        self._table = table_name
+
+    def consume_item(
+        self, ctx: InvocationContext, tool: Tool, target: str, operation_digest: str,
+        now_ms: int,
+    ) -> dict[str, Any]:
+        """An ``Update`` that succeeds only for this exact approved, unexpired, unused call.
+
+        Bound to tool, target, operation digest and the host-bound principal; ``approved``
+        also means "not consumed". If the condition fails the whole transaction is
+        cancelled, which the store reports as GateFailed with nothing changed.
+        """
+        ref = ctx.confirmation_ref
+        if ref is None or REF_RE.fullmatch(ref) is None:
+            raise GateFailed()
+        return {
+            "Update": {
+                "TableName": self._table,
+                "Key": _typed_key(ctx.scope, ref),
+                "UpdateExpression": "SET #s = :consumed, consumed_at_ms = :now, "
+                                    "consumed_audit_id = :audit",
+                "ConditionExpression": (
+                    "#s = :approved AND #tool = :tool AND #target = :target AND "
+                    "#digest = :digest AND #principal = :principal AND "
+                    "#at <= :now AND #end >= :now"
+                ),
+                "ExpressionAttributeNames": {
+                    "#s": "state", "#tool": "tool", "#target": "target",
+                    "#digest": "operation_digest", "#principal": "principal",
+                    "#at": "approved_at_ms", "#end": "window_ends_at_ms",
+                },
+                "ExpressionAttributeValues": {
+                    ":consumed": {"S": ConfirmationState.CONSUMED.value},
+                    ":approved": {"S": ConfirmationState.APPROVED.value},
+                    ":tool": {"S": tool.value},
+                    ":target": {"S": target},
+                    ":digest": {"S": operation_digest},
+                    ":principal": {"S": ctx.principal},
+                    ":now": {"N": str(now_ms)},
+                    ":audit": {"S": ctx.audit_id},
+                },
+                "ReturnValuesOnConditionCheckFailure": "NONE",
+            }
+        }

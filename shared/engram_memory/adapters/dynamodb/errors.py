@@ -1,0 +1,79 @@
+"""The ONLY code that reads DynamoDB ``ClientError`` codes and botocore failures.
+
+Reads: throttling → RATE_LIMITED; anything else from the service or the network →
+STORE_UNAVAILABLE. Commits (TransactWriteItems): cancellation reasons are read by element
+index — a failed condition on the idempotency item, the journal head/event, the state
+items or the confirmation item becomes CommitConflict (the service re-reads) or GateFailed;
+a transport failure (timeout, dropped connection) means the commit may have happened →
+MUTATION_OUTCOME_UNKNOWN, and a retry with the same key then returns the stored result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from engram_memory.adapters.dynamodb.items import ElementKind
+from engram_memory.domain.errors import (
+    EngramError,
+    GateFailed,
+    MutationOutcomeUnknown,
+    RateLimited,
+    StoreUnavailable,
+)
+from engram_memory.services.ports import CommitConflict, ConflictKind
+
+THROTTLING_CODES = frozenset({
+    "ProvisionedThroughputExceededException",
+    "ThrottlingException",
+    "RequestLimitExceeded",
+    "LimitExceededException",
+    "ProvisionedThroughputExceeded",  # as a cancellation reason code
+    "ThrottlingError",
+})
+_CONFLICT_BY_KIND = {
+    ElementKind.IDEMPOTENCY: ConflictKind.IDEMPOTENCY,
+    ElementKind.HEAD: ConflictKind.HEAD,
+    ElementKind.STATE: ConflictKind.STATE,
+}
+
+
+def error_code(exc: ClientError) -> str:
+    """The service error code of a ClientError."""
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def translate_read(exc: ClientError | BotoCoreError) -> EngramError:
+    """A failed read (or non-transactional write) → the contract's retriable error."""
+    if isinstance(exc, ClientError) and error_code(exc) in THROTTLING_CODES:
+        return RateLimited()
+    return StoreUnavailable()
+
+
+def translate_commit(exc: ClientError | BotoCoreError,
+                     kinds: Sequence[ElementKind]) -> EngramError:
+    """A failed TransactWriteItems → conflict, gate failure, or retriable/unknown outcome."""
+    if isinstance(exc, BotoCoreError):
+        # The request may have reached DynamoDB and committed before the failure.
+        return MutationOutcomeUnknown()
+    if error_code(exc) != "TransactionCanceledException":
+        return translate_read(exc)
+    reasons = exc.response.get("CancellationReasons") or []
+    codes = [str(reason.get("Code", "None")) for reason in reasons]
+    failed = {kinds[i] for i, code in enumerate(codes)
+              if code == "ConditionalCheckFailed" and i < len(kinds)}
+    if ElementKind.IDEMPOTENCY in failed:
+        # Someone committed this key meanwhile: re-reading it answers replay or conflict.
+        return CommitConflict(frozenset(_CONFLICT_BY_KIND[k] for k in failed
+                                        if k in _CONFLICT_BY_KIND))
+    if ElementKind.CONFIRMATION in failed:
+        return GateFailed()
+    if failed:
+        return CommitConflict(frozenset(_CONFLICT_BY_KIND[k] for k in failed))
+    if "TransactionConflict" in codes:
+        # A concurrent transaction touched the same items: rebuild on a fresh head.
+        return CommitConflict(frozenset({ConflictKind.HEAD}))
+    if any(code in THROTTLING_CODES for code in codes):
+        return RateLimited()
+    return StoreUnavailable()

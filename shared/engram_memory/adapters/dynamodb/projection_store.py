@@ -1,0 +1,265 @@
+"""The lexical projection in its own DynamoDB table (layout: docs/search.md).
+
+* posting   ``POST#{t}#{w}#{term}`` / ``{record_id}``: ``tf``, ``len`` (CSV per field)
+* doc       ``DOC#{t}#{w}`` / ``{record_id}``: ``state``, ``digest``, ``len``, ``chunks``
+* doc terms ``DOC#{t}#{w}`` / ``{record_id}#T#{n:04d}``: ``terms`` (newline-joined)
+* stats     ``STATS#{t}#{w}`` / ``STATS``: ``n``, ``l0``..``l4`` (numbers, atomic ADD)
+
+Stats change only inside the transaction that flips the doc item's state, conditioned on
+the previous state, so a replayed stream record can never count a document twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from engram_memory.domain.errors import EngramError, RateLimited, StoreUnavailable
+from engram_memory.domain.ranking import FIELDS, AnalyzedDocument, CorpusStats, Posting
+from engram_memory.services.read_ports import IndexedDocument
+
+if TYPE_CHECKING:
+    from engram_memory.domain.context import Scope
+
+_THROTTLING = frozenset({
+    "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
+})
+_INDEXED = "indexed"
+_REMOVED = "removed"
+_CHUNK_BYTES = 300_000
+_BATCH = 25
+_MAX_ATTEMPTS = 8
+_LENGTH_ATTRS = tuple(f"l{i}" for i in range(len(FIELDS)))
+
+
+def translate_error(exc: ClientError | BotoCoreError) -> EngramError:
+    """The one place that reads DynamoDB error codes for the projection."""
+    if isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in _THROTTLING:
+            return RateLimited()
+    return StoreUnavailable()
+
+
+def _csv(values: Sequence[int]) -> str:
+    return ",".join(str(v) for v in values)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(","))
+
+
+def _chunks(terms: Sequence[str]) -> list[list[str]]:
+    """Split a term list into pieces well under the 400 KB item limit."""
+    chunks: list[list[str]] = [[]]
+    size = 0
+    for term in terms:
+        cost = len(term.encode("utf-8")) + 1
+        if size + cost > _CHUNK_BYTES and chunks[-1]:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(term)
+        size += cost
+    return chunks if chunks[0] else []
+
+
+def _is_condition_failure(exc: ClientError) -> bool:
+    error = exc.response.get("Error", {})
+    if error.get("Code") == "ConditionalCheckFailedException":
+        return True
+    reasons = exc.response.get("CancellationReasons") or []
+    return error.get("Code") == "TransactionCanceledException" and any(
+        r.get("Code") == "ConditionalCheckFailed" for r in reasons
+    )
+
+
+class DynamoProjectionStore:
+    """:class:`~engram_memory.services.read_ports.ProjectionStore` on DynamoDB."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    # -- reads -----------------------------------------------------------------------------
+
+    def stats(self, scope: Scope) -> CorpusStats:
+        """N and per-field length sums (zeros for an empty scope)."""
+        item = self._get({"pk": {"S": f"STATS#{scope.key}"}, "sk": {"S": "STATS"}}, False)
+        if item is None:
+            return CorpusStats(doc_count=0)
+        return CorpusStats(
+            doc_count=max(0, int(item.get("n", {"N": "0"})["N"])),
+            length_sums=tuple(max(0, int(item.get(a, {"N": "0"})["N"])) for a in _LENGTH_ATTRS),
+        )
+
+    def postings(self, scope: Scope, term: str) -> list[Posting]:
+        """All postings of one term: one Query (paged) on its partition."""
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": f"POST#{scope.key}#{term}"}},
+            "ProjectionExpression": "sk, tf, #len",
+            "ExpressionAttributeNames": {"#len": "len"},
+        }
+        result: list[Posting] = []
+        while True:
+            page = self._call("query", **request)
+            for item in page.get("Items", []):
+                result.append(
+                    Posting(item["sk"]["S"], _ints(item["tf"]["S"]), _ints(item["len"]["S"]))
+                )
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return result
+            request["ExclusiveStartKey"] = last
+
+    def document(self, scope: Scope, record_id: str) -> IndexedDocument | None:
+        """The doc item (strongly consistent: the projector decides from it)."""
+        item = self._get({"pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": record_id}}, True)
+        if item is None:
+            return None
+        return IndexedDocument(
+            record_id=record_id,
+            indexed=item["state"]["S"] == _INDEXED,
+            record_digest=item["digest"]["S"],
+            lengths=_ints(item["len"]["S"]),
+            term_chunks=int(item["chunks"]["N"]),
+        )
+
+    def document_terms(self, scope: Scope, document: IndexedDocument) -> list[str]:
+        """The stored term list of a document (all its chunks)."""
+        terms: list[str] = []
+        for n in range(document.term_chunks):
+            key = {"pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": f"{document.record_id}#T#{n:04d}"}}
+            item = self._get(key, True)
+            if item is not None and item["terms"]["S"]:
+                terms.extend(item["terms"]["S"].split("\n"))
+        return terms
+
+    # -- writes ----------------------------------------------------------------------------
+
+    def put_postings(self, scope: Scope, analyzed: AnalyzedDocument) -> int:
+        """Overwrite the document's postings and its term-list chunks (idempotent)."""
+        lengths = _csv(analyzed.lengths)
+        requests: list[dict[str, Any]] = []
+        for term in sorted(analyzed.frequencies):
+            requests.append({"PutRequest": {"Item": {
+                "pk": {"S": f"POST#{scope.key}#{term}"},
+                "sk": {"S": analyzed.record_id},
+                "tf": {"S": _csv(analyzed.frequencies[term])},
+                "len": {"S": lengths},
+            }}})
+        chunks = _chunks(sorted(analyzed.frequencies))
+        for n, chunk in enumerate(chunks):
+            requests.append({"PutRequest": {"Item": {
+                "pk": {"S": f"DOC#{scope.key}"},
+                "sk": {"S": f"{analyzed.record_id}#T#{n:04d}"},
+                "terms": {"S": "\n".join(chunk)},
+            }}})
+        self._batch_write(requests)
+        return len(chunks)
+
+    def commit_indexed(self, scope: Scope, analyzed: AnalyzedDocument, record_digest: str,
+                       term_chunks: int) -> bool:
+        """Doc → indexed and stats += document, in one transaction; False if already indexed."""
+        doc = {
+            "pk": {"S": f"DOC#{scope.key}"},
+            "sk": {"S": analyzed.record_id},
+            "state": {"S": _INDEXED},
+            "digest": {"S": record_digest},
+            "len": {"S": _csv(analyzed.lengths)},
+            "chunks": {"N": str(term_chunks)},
+        }
+        put = {"Put": {
+            "TableName": self._table,
+            "Item": doc,
+            "ConditionExpression": "attribute_not_exists(pk) OR #st = :removed",
+            "ExpressionAttributeNames": {"#st": "state"},
+            "ExpressionAttributeValues": {":removed": {"S": _REMOVED}},
+        }}
+        return self._transact([put, self._stats_update(scope, 1, analyzed.lengths)])
+
+    def delete_postings(self, scope: Scope, record_id: str, terms: Sequence[str]) -> None:
+        """Delete the record's posting under every given term."""
+        self._batch_write([
+            {"DeleteRequest": {"Key": {
+                "pk": {"S": f"POST#{scope.key}#{term}"}, "sk": {"S": record_id},
+            }}}
+            for term in sorted(set(terms))
+        ])
+
+    def commit_removed(self, scope: Scope, document: IndexedDocument) -> bool:
+        """Doc → removed and stats −= document, in one transaction; False if not indexed."""
+        flip = {"Update": {
+            "TableName": self._table,
+            "Key": {"pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": document.record_id}},
+            "UpdateExpression": "SET #st = :removed",
+            "ConditionExpression": "#st = :indexed",
+            "ExpressionAttributeNames": {"#st": "state"},
+            "ExpressionAttributeValues": {
+                ":removed": {"S": _REMOVED}, ":indexed": {"S": _INDEXED},
+            },
+        }}
+        negative = tuple(-length for length in document.lengths)
+        return self._transact([flip, self._stats_update(scope, -1, negative)])
+
+    def delete_document_terms(self, scope: Scope, document: IndexedDocument) -> None:
+        """Delete the term-list chunks of a removed document."""
+        self._batch_write([
+            {"DeleteRequest": {"Key": {
+                "pk": {"S": f"DOC#{scope.key}"},
+                "sk": {"S": f"{document.record_id}#T#{n:04d}"},
+            }}}
+            for n in range(document.term_chunks)
+        ])
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _stats_update(self, scope: Scope, count: int, lengths: Sequence[int]) -> dict[str, Any]:
+        values = {":n": {"N": str(count)}}
+        values.update({f":{a}": {"N": str(v)} for a, v in zip(_LENGTH_ATTRS, lengths, strict=True)})
+        return {"Update": {
+            "TableName": self._table,
+            "Key": {"pk": {"S": f"STATS#{scope.key}"}, "sk": {"S": "STATS"}},
+            "UpdateExpression": "ADD n :n, " + ", ".join(f"{a} :{a}" for a in _LENGTH_ATTRS),
+            "ExpressionAttributeValues": values,
+        }}
+
+    def _transact(self, items: list[dict[str, Any]]) -> bool:
+        try:
+            self._client.transact_write_items(TransactItems=items)
+        except ClientError as exc:
+            if _is_condition_failure(exc):
+                return False
+            raise translate_error(exc) from exc
+        except BotoCoreError as exc:
+            raise translate_error(exc) from exc
+        return True
+
+    def _get(self, key: dict[str, Any], consistent: bool) -> dict[str, Any] | None:
+        response = self._call("get_item", TableName=self._table, Key=key, ConsistentRead=consistent)
+        item = response.get("Item")
+        return dict(item) if item else None
+
+    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
+        for start in range(0, len(requests), _BATCH):
+            pending: list[dict[str, Any]] = requests[start:start + _BATCH]
+            for attempt in range(_MAX_ATTEMPTS):
+                response = self._call("batch_write_item", RequestItems={self._table: pending})
+                pending = response.get("UnprocessedItems", {}).get(self._table, [])
+                if not pending:
+                    break
+                # Unprocessed items mean throttling: back off before resending them.
+                time.sleep(min(0.05 * 2**attempt, 1.0))
+            else:
+                raise StoreUnavailable
+
+    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        try:
+            response: dict[str, Any] = getattr(self._client, operation)(**kwargs)
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_error(exc) from exc
+        return response

@@ -1,0 +1,145 @@
+"""Read-path access to canonical state in the main table (layout: docs/storage.md).
+
+Reads are strongly consistent: a record forgotten a millisecond ago must already be
+ineligible for search and get. Record items are ``REC#{record_id}`` under the scope's
+partition; a large record's JSON continues in ``REC#{record_id}#PART#{n:04d}`` items.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from engram_memory.adapters.dynamodb.projection_store import translate_error
+from engram_memory.domain.errors import BlobMissing, StoreUnavailable
+from engram_memory.services.read_ports import INVALIDATION_COMPLETE, RecordRow
+
+if TYPE_CHECKING:
+    from engram_memory.domain.context import Scope
+
+_BATCH_GET = 100
+_MAX_ATTEMPTS = 8
+
+
+def _int(item: dict[str, Any], name: str) -> int | None:
+    value = item.get(name)
+    return int(value["N"]) if value is not None else None
+
+
+def _str(item: dict[str, Any], name: str) -> str | None:
+    value = item.get(name)
+    return str(value["S"]) if value is not None else None
+
+
+class DynamoRecordReader:
+    """:class:`~engram_memory.services.read_ports.RecordReader` on the main table."""
+
+    def __init__(self, client: Any, table_name: str) -> None:
+        self._client = client
+        self._table = table_name
+
+    def journal_head(self, scope: Scope) -> int:
+        """The journal head cursor of the scope (0 before the first event)."""
+        response = self._call(
+            "get_item",
+            TableName=self._table,
+            Key={"pk": {"S": f"JOURNAL#{scope.key}"}, "sk": {"S": "HEAD"}},
+            ConsistentRead=True,
+        )
+        item = response.get("Item")
+        return (_int(item, "cursor") or 0) if item else 0
+
+    def get_record(self, scope: Scope, record_id: str) -> RecordRow | None:
+        """One record item, or None."""
+        return self.get_records(scope, [record_id]).get(record_id)
+
+    def get_records(self, scope: Scope, record_ids: Sequence[str]) -> dict[str, RecordRow]:
+        """Record items by id via BatchGetItem (consistent), unprocessed keys retried."""
+        rows: dict[str, RecordRow] = {}
+        ids = list(dict.fromkeys(record_ids))
+        for start in range(0, len(ids), _BATCH_GET):
+            keys = [
+                {"pk": {"S": f"SCOPE#{scope.key}"}, "sk": {"S": f"REC#{rid}"}}
+                for rid in ids[start:start + _BATCH_GET]
+            ]
+            for item in self._batch_get(keys):
+                row = self._row(scope, item)
+                rows[row.record_id] = row
+        return rows
+
+    def mark_projection_complete(self, scope: Scope, record_id: str) -> None:
+        """``projection_invalidation = complete`` unless the item is gone or already so."""
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key={"pk": {"S": f"SCOPE#{scope.key}"}, "sk": {"S": f"REC#{record_id}"}},
+                UpdateExpression="SET projection_invalidation = :complete",
+                ConditionExpression=(
+                    "attribute_exists(pk) AND (attribute_not_exists(projection_invalidation)"
+                    " OR projection_invalidation <> :complete)"
+                ),
+                ExpressionAttributeValues={":complete": {"S": INVALIDATION_COMPLETE}},
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+                return
+            raise translate_error(exc) from exc
+        except BotoCoreError as exc:
+            raise translate_error(exc) from exc
+
+    def _row(self, scope: Scope, item: dict[str, Any]) -> RecordRow:
+        record_id = item["sk"]["S"].removeprefix("REC#")
+        text = _str(item, "record_json")
+        parts = _int(item, "record_parts") or 0
+        if text is None and parts:
+            text = self._parts(scope, record_id, parts)
+        return RecordRow(
+            record_id=record_id,
+            state=_str(item, "state") or "",
+            record=json.loads(text) if text else None,
+            record_digest=_str(item, "record_digest") or "",
+            valid_t=_int(item, "valid_t") or 0,
+            valid_t_end=_int(item, "valid_t_end"),
+            expires_at_ms=_int(item, "expires_at_ms"),
+            recorded_cursor=_int(item, "recorded_cursor") or 0,
+            projection_invalidation=_str(item, "projection_invalidation"),
+        )
+
+    def _parts(self, scope: Scope, record_id: str, parts: int) -> str:
+        """A large record's JSON from its ``REC#{id}#PART#{n:04d}`` items (``part``, bytes)."""
+        keys = [
+            {"pk": {"S": f"SCOPE#{scope.key}"}, "sk": {"S": f"REC#{record_id}#PART#{n:04d}"}}
+            for n in range(parts)
+        ]
+        by_key = {item["sk"]["S"]: item for item in self._batch_get(keys)}
+        pieces: list[bytes] = []
+        for key in keys:
+            item = by_key.get(key["sk"]["S"])
+            if item is None:
+                raise BlobMissing  # the head names a part that is gone
+            pieces.append(bytes(item["part"]["B"]))
+        return b"".join(pieces).decode("utf-8")
+
+    def _batch_get(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        request: dict[str, Any] = {self._table: {"Keys": keys, "ConsistentRead": True}}
+        for attempt in range(_MAX_ATTEMPTS):
+            response = self._call("batch_get_item", RequestItems=request)
+            items.extend(response.get("Responses", {}).get(self._table, []))
+            request = response.get("UnprocessedKeys") or {}
+            if not request:
+                return items
+            # Unprocessed keys mean throttling or a 16 MB response: back off, ask again.
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+        raise StoreUnavailable
+
+    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        try:
+            response: dict[str, Any] = getattr(self._client, operation)(**kwargs)
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_error(exc) from exc
+        return response

@@ -1,0 +1,1 @@
+"""Step Functions adapter: the confirmation workflow (start, decision signals)."""

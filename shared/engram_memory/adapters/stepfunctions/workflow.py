@@ -1,0 +1,101 @@
+"""The confirmation workflow on Step Functions: one standard execution per confirmation.
+
+The execution is named after the elicitation ref, so a retried StartExecution can never
+start a second workflow for the same confirmation. Decisions travel as SendTaskSuccess
+(approval instants as the task output) or SendTaskFailure (error ``Rejected``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import ClientError
+
+from engram_memory.adapters.dynamodb.confirmations import confirmation_key
+from engram_memory.domain.errors import (
+    EngramError,
+    IllegalTransition,
+    RateLimited,
+    StoreUnavailable,
+)
+
+if TYPE_CHECKING:
+    from engram_memory.services.confirmation import ConfirmationRequest
+
+REJECTED_ERROR = "Rejected"
+_THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
+# The task is gone (timed out, already decided) or the token is not ours.
+_NOT_AWAITING = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
+
+
+def translate_error(exc: ClientError) -> EngramError:
+    """The one place that reads Step Functions ClientError codes."""
+    code = exc.response.get("Error", {}).get("Code", "")
+    if code in _NOT_AWAITING:
+        return IllegalTransition()
+    if code in _THROTTLING:
+        return RateLimited()
+    # ExecutionAlreadyExists with another input would mean a reused ref: never silently ok.
+    return StoreUnavailable()
+
+
+def execution_input(request: ConfirmationRequest) -> dict[str, Any]:
+    """The workflow input (see the ASL): DynamoDB numbers travel as decimal strings."""
+    key = confirmation_key(request.scope, request.elicitation_ref)
+    return {
+        "pk": key["pk"],
+        "sk": key["sk"],
+        "elicitation_ref": request.elicitation_ref,
+        "tenant_id": request.scope.tenant_id,
+        "workspace_id": request.scope.workspace_id,
+        "tool": request.tool.value,
+        "target": request.target,
+        "operation_digest": request.operation_digest,
+        "principal": request.principal,
+        "requested_by": request.requested_by,
+        "created_at_ms": str(request.created_at_ms),
+        "expires_at_ms": str(request.expires_at_ms),
+        "ttl_epoch_s": str(request.retain_until_s),
+        "ttl_seconds": request.ttl_seconds,
+        "window_seconds": request.window_seconds,
+        "window_seconds_n": str(request.window_seconds),
+    }
+
+
+class StepFunctionsConfirmationWorkflow:
+    """The ConfirmationWorkflow port on a Step Functions client."""
+
+    def __init__(self, client: Any, state_machine_arn: str) -> None:
+        self._client = client
+        self._arn = state_machine_arn
+
+    def start(self, request: ConfirmationRequest) -> None:
+        """StartExecution named after the elicitation ref."""
+        try:
+            self._client.start_execution(
+                stateMachineArn=self._arn,
+                name=request.elicitation_ref,
+                input=json.dumps(execution_input(request), sort_keys=True),
+            )
+        except ClientError as exc:
+            raise translate_error(exc) from exc
+
+    def approve(self, task_token: str, approved_at_ms: int, window_ends_at_ms: int) -> None:
+        """SendTaskSuccess: the workflow records the approval and opens the window."""
+        output = {"approved_at_ms": str(approved_at_ms),
+                  "window_ends_at_ms": str(window_ends_at_ms)}
+        try:
+            self._client.send_task_success(taskToken=task_token, output=json.dumps(output))
+        except ClientError as exc:
+            raise translate_error(exc) from exc
+
+    def reject(self, task_token: str) -> None:
+        """SendTaskFailure with the ``Rejected`` error the ASL catches."""
+        try:
+            self._client.send_task_failure(
+                taskToken=task_token, error=REJECTED_ERROR,
+                cause="The human rejected the operation.",
+            )
+        except ClientError as exc:
+            raise translate_error(exc) from exc

@@ -1,0 +1,179 @@
+"""Composition root of the write path: the only module (besides adapters) naming adapters.
+
+Clients and services are built lazily, once per container, on first use; ``reset`` forgets
+them (tests change the environment between cases) and ``override`` lets a test replace a
+port (clock, gate, policy, verifier, sleep) with its own implementation.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import cache
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from engram_memory.adapters.clock import SystemClock
+from engram_memory.adapters.crypto.aead import AesGcmSealer
+from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore
+from engram_memory.adapters.dynamodb.record_reader import DynamoRecordReader
+from engram_memory.adapters.dynamodb.store import DynamoMemoryStore
+from engram_memory.adapters.kms.key_vault import KmsKeyVault
+from engram_memory.services.admission import AdmissionService
+from engram_memory.services.capture import CaptureLimits, CaptureService
+from engram_memory.services.forget import ForgetService
+from engram_memory.services.gates import RefusingGate
+from engram_memory.services.get import GetService
+from engram_memory.services.paging import PageCursorCodec
+from engram_memory.services.policy import AssertedEvidenceVerifier, SettingsAdmissionPolicy
+from engram_memory.services.projection import ProjectionService
+from engram_memory.services.redaction import Redactor
+from engram_memory.services.search import SearchService
+from engram_memory.services.withdraw import WithdrawService
+from engram_memory.settings import Settings
+
+# Short timeouts: a Lambda has a deadline, and a stuck call must fail retriably. Standard
+# retries are safe for TransactWriteItems: a retried commit that already landed meets its
+# own idempotency item and is answered as a replay.
+CLIENT_CONFIG = Config(
+    connect_timeout=2,
+    read_timeout=5,
+    retries={"mode": "standard", "max_attempts": 3},
+)
+
+_overrides: dict[str, Any] = {}
+
+
+def override(**ports: Any) -> None:
+    """Replace ports (``clock``, ``gate``, ``policy``, ``verifier``, ``sleep``) and re-wire."""
+    _overrides.update(ports)
+    _clear()
+
+
+def reset() -> None:
+    """Forget every cached client, service and override."""
+    _overrides.clear()
+    _clear()
+
+
+def _clear() -> None:
+    for factory in (settings, dynamodb_client, kms_client, store, capture_service,
+                    admission_service, withdraw_service, forget_service,
+                    search_service, get_service, projection_service):
+        factory.cache_clear()
+
+
+@cache
+def settings() -> Settings:
+    """Deployment settings, read once from the environment."""
+    return Settings.from_env()
+
+
+@cache
+def dynamodb_client() -> Any:
+    """The container's DynamoDB client."""
+    s = settings()
+    return boto3.client("dynamodb", region_name=s.region, endpoint_url=s.endpoint_url,
+                        config=CLIENT_CONFIG)
+
+
+@cache
+def kms_client() -> Any:
+    """The container's KMS client."""
+    s = settings()
+    return boto3.client("kms", region_name=s.region, endpoint_url=s.endpoint_url,
+                        config=CLIENT_CONFIG)
+
+
+@cache
+def store() -> DynamoMemoryStore:
+    """The canonical store (main + key tables)."""
+    s = settings()
+    return DynamoMemoryStore(dynamodb_client(), s.table_name, s.key_table_name)
+
+
+def _port(name: str, default: Any) -> Any:
+    return _overrides.get(name, default)
+
+
+def _gate() -> Any:
+    # Fail closed until a gate that can approve is wired: gated tools never run ungated.
+    return _port("gate", RefusingGate())
+
+
+def _policy() -> Any:
+    s = settings()
+    return _port("policy", SettingsAdmissionPolicy(s.admission_policy_id,
+                                                   s.admission_policy_version,
+                                                   s.admission_mode))
+
+
+def _common() -> dict[str, Any]:
+    return {"clock": _port("clock", SystemClock()), "sleep": _port("sleep", time.sleep)}
+
+
+@cache
+def capture_service() -> CaptureService:
+    """The capture use case."""
+    s = settings()
+    limits = CaptureLimits(retain_allowed=s.retain_allowed,
+                           retention_ceiling_ms=s.retention_ceiling_ms,
+                           reconciliation_families=frozenset(s.reconciliation_families))
+    return CaptureService(store=store(), key_vault=KmsKeyVault(kms_client(), s.kms_key_id),
+                          sealer=AesGcmSealer(), policy=_policy(), gate=_gate(),
+                          limits=limits, **_common())
+
+
+@cache
+def admission_service() -> AdmissionService:
+    """The admission use case (and host adjudication)."""
+    s = settings()
+    return AdmissionService(store=store(), key_vault=KmsKeyVault(kms_client(), s.kms_key_id),
+                            sealer=AesGcmSealer(), policy=_policy(),
+                            verifier=_port("verifier", AssertedEvidenceVerifier()),
+                            gate=_gate(), **_common())
+
+
+@cache
+def withdraw_service() -> WithdrawService:
+    """The withdraw use case."""
+    return WithdrawService(store=store(), gate=_gate(), **_common())
+
+
+@cache
+def forget_service() -> ForgetService:
+    """The forget use case."""
+    return ForgetService(store=store(), gate=_gate(), **_common())
+
+
+# --- read path (search, get, projector; docs/search.md) ---------------------------------
+
+
+def _record_reader() -> DynamoRecordReader:
+    return DynamoRecordReader(dynamodb_client(), settings().table_name)
+
+
+def _projection_store() -> DynamoProjectionStore:
+    return DynamoProjectionStore(dynamodb_client(), settings().projection_table_name)
+
+
+@cache
+def search_service() -> SearchService:
+    """The search use case (no semantic channel is configured in this deployment)."""
+    s = settings()
+    return SearchService(_record_reader(), _projection_store(), _port("clock", SystemClock()),
+                         PageCursorCodec(s.page_cursor_secret), Redactor(s.redaction_allowlist))
+
+
+@cache
+def get_service() -> GetService:
+    """The get use case."""
+    return GetService(_record_reader(), _port("clock", SystemClock()),
+                      Redactor(settings().redaction_allowlist))
+
+
+@cache
+def projection_service() -> ProjectionService:
+    """The projector's use case."""
+    return ProjectionService(_record_reader(), _projection_store())

@@ -1,0 +1,193 @@
+"""BM25F lexical ranking as pure functions (the foundation ranker).
+
+A document has five fields, weighted primary > decision > evidence > context > citations.
+Per term t, the field frequencies are length-normalized per field and combined into one
+pseudo frequency (Robertson & Zaragoza's "simple BM25F"):
+
+    tf~(t, d) = Σ_f  w_f · tf_f(t, d) / (1 − b_f + b_f · len_f(d) / avglen_f)
+    score(q, d) = Σ_{t ∈ q}  idf(t) · tf~ / (k1 + tf~)
+    idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5))
+
+Everything the formula needs is what the projection stores: per posting the field
+frequencies and the document's field lengths, per scope N and the sum of each field's
+lengths. ``df`` is the number of postings of the term. Ties: score desc, then record_id asc.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engram_memory.domain.canonical import DigestKind, digest
+from engram_memory.domain.tokenizer import TOKENIZER_VERSION, query_terms, term_frequencies
+
+FIELDS: tuple[str, ...] = ("primary", "decision", "evidence", "context", "citations")
+SCORE_DECIMALS = 9
+"""Scores are rounded before ordering so the order always agrees with the shown scores."""
+
+
+@dataclass(frozen=True, slots=True)
+class RankingConfig:
+    """BM25F parameters: k1, per-field b and per-field weight (aligned with FIELDS)."""
+
+    k1: float = 1.2
+    b: tuple[float, ...] = (0.75, 0.75, 0.75, 0.75, 0.5)
+    weights: tuple[float, ...] = (3.0, 2.0, 1.5, 1.0, 0.5)
+    profile: str = "bm25f-lexical"
+    version: str = "1"
+
+    def __post_init__(self) -> None:
+        if len(self.b) != len(FIELDS) or len(self.weights) != len(FIELDS):
+            raise ValueError("one b and one weight per field")
+
+    def as_dict(self) -> dict[str, Any]:
+        """The canonical description the config digest covers."""
+        return {
+            "profile": self.profile,
+            "version": self.version,
+            "tokenizer_version": TOKENIZER_VERSION,
+            "k1": self.k1,
+            "fields": [
+                {"name": name, "b": b, "weight": w}
+                for name, b, w in zip(FIELDS, self.b, self.weights, strict=True)
+            ],
+        }
+
+    @property
+    def config_digest(self) -> str:
+        """Digest of :meth:`as_dict`: a receipt names the exact parameters it ranked with."""
+        return digest(DigestKind.RANK_CONFIG, self.as_dict())
+
+
+DEFAULT_CONFIG = RankingConfig()
+
+
+@dataclass(frozen=True, slots=True)
+class FieldDocument:
+    """A record seen by the ranker: its id and one text per field name."""
+
+    record_id: str
+    fields: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class AnalyzedDocument:
+    """A document's per-field lengths and, per term, its per-field frequencies."""
+
+    record_id: str
+    lengths: tuple[int, ...]
+    frequencies: Mapping[str, tuple[int, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class Posting:
+    """One (term, document) entry: per-field term frequencies and field lengths."""
+
+    record_id: str
+    tf: tuple[int, ...]
+    lengths: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusStats:
+    """Per-scope statistics: N documents and the sum of each field's lengths."""
+
+    doc_count: int
+    length_sums: tuple[int, ...] = field(default=(0,) * len(FIELDS))
+
+    def average_lengths(self) -> tuple[float, ...]:
+        """Average length per field (1.0 where the corpus has nothing, to avoid 0/0)."""
+        n = self.doc_count
+        return tuple((s / n) if n > 0 and s > 0 else 1.0 for s in self.length_sums)
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredRecord:
+    """A ranked hit."""
+
+    record_id: str
+    score: float
+
+
+def analyze(document: FieldDocument) -> AnalyzedDocument:
+    """Tokenize every field of a document into lengths and per-field frequencies."""
+    lengths: list[int] = []
+    frequencies: dict[str, list[int]] = {}
+    for index, name in enumerate(FIELDS):
+        counts = term_frequencies(document.fields.get(name, ""))
+        lengths.append(sum(counts.values()))
+        for term, count in counts.items():
+            frequencies.setdefault(term, [0] * len(FIELDS))[index] = count
+    return AnalyzedDocument(
+        record_id=document.record_id,
+        lengths=tuple(lengths),
+        frequencies={term: tuple(tf) for term, tf in frequencies.items()},
+    )
+
+
+def idf(doc_count: int, df: int) -> float:
+    """Non-negative BM25 idf; N is never taken below df (a lagging counter stays sane)."""
+    n = max(doc_count, df)
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+def order(scores: Mapping[str, float]) -> list[ScoredRecord]:
+    """Deterministic order: rounded score descending, then record_id ascending."""
+    rounded = [(round(s, SCORE_DECIMALS), rid) for rid, s in scores.items()]
+    rounded.sort(key=lambda item: (-item[0], item[1]))
+    return [ScoredRecord(record_id=rid, score=s) for s, rid in rounded]
+
+
+def score_postings(
+    terms: Sequence[str],
+    postings: Mapping[str, Sequence[Posting]],
+    stats: CorpusStats,
+    config: RankingConfig = DEFAULT_CONFIG,
+) -> list[ScoredRecord]:
+    """BM25F over the postings of the query terms only; ordered by :func:`order`."""
+    averages = stats.average_lengths()
+    scores: dict[str, float] = {}
+    for term in dict.fromkeys(terms):
+        term_postings = postings.get(term, ())
+        if not term_postings:
+            continue
+        weight = idf(stats.doc_count, len(term_postings))
+        for posting in term_postings:
+            pseudo_tf = 0.0
+            for i, tf in enumerate(posting.tf):
+                if tf:
+                    norm = 1.0 - config.b[i] + config.b[i] * posting.lengths[i] / averages[i]
+                    pseudo_tf += config.weights[i] * tf / norm
+            if pseudo_tf > 0.0:
+                gain = weight * pseudo_tf / (config.k1 + pseudo_tf)
+                scores[posting.record_id] = scores.get(posting.record_id, 0.0) + gain
+    return order(scores)
+
+
+def build_index(
+    documents: Iterable[FieldDocument],
+) -> tuple[dict[str, list[Posting]], CorpusStats]:
+    """Postings per term and corpus statistics of an in-memory document set."""
+    postings: dict[str, list[Posting]] = {}
+    sums = [0] * len(FIELDS)
+    count = 0
+    for document in documents:
+        analyzed = analyze(document)
+        count += 1
+        for i, length in enumerate(analyzed.lengths):
+            sums[i] += length
+        for term, tf in analyzed.frequencies.items():
+            postings.setdefault(term, []).append(Posting(analyzed.record_id, tf, analyzed.lengths))
+    return postings, CorpusStats(doc_count=count, length_sums=tuple(sums))
+
+
+def rank_documents(
+    query: str,
+    documents: Iterable[FieldDocument],
+    config: RankingConfig = DEFAULT_CONFIG,
+) -> list[ScoredRecord]:
+    """Rank an in-memory document set for ``query`` (same scoring as over the projection)."""
+    postings, stats = build_index(documents)
+    return score_postings(query_terms(query), postings, stats, config)

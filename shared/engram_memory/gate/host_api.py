@@ -1,0 +1,222 @@
+"""The host-only routes on an API Gateway HTTP API (payload v2) event.
+
+``POST /host/confirmations`` → the new confirmation (``elicitationRef``, ``state``, …);
+``POST /host/confirmations/{ref}/decision`` → the settled state;
+``GET  /host/confirmations/{ref}?workspace_id=…`` → the state;
+``POST /host/adjudications/{candidate_id}`` → the admission outcome.
+
+Every route needs a host-operator token carrying ``maintain`` (``Authorization: Bearer``);
+an agent token is refused with 403, anything else with 401. Bodies are closed models; any
+violation is one constant 400. Errors never carry exception text.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from engram_memory.contract.validation import canonical_arguments, validate_arguments
+from engram_memory.domain.canonical import is_digest
+from engram_memory.domain.context import Scope, Tool
+from engram_memory.domain.errors import EngramError, InvalidSchema, Unauthorized
+from engram_memory.domain.intent import operation_digest, target_of
+from engram_memory.gate.host_models import AdjudicationBody, ConfirmationRequestBody, DecisionBody
+from engram_memory.mcp.host_context import (
+    HostTokenVerifier,
+    MaintainerIdentity,
+    UntrustedContext,
+    bearer_token,
+    verify_agent_token,
+    verify_maintainer_token,
+)
+from engram_memory.services.confirmation import ConfirmationService, Decision
+
+logger = logging.getLogger(__name__)
+
+Adjudicate = Callable[[Scope, str, str, str], Mapping[str, Any]]
+"""``(scope, candidate_id, decision "accept"|"reject", approver) -> outcome`` (admission)."""
+
+_STATUS_BY_CODE = {
+    "INVALID_SCHEMA": 400, "INVALID_DIGEST": 400, "UNAUTHORIZED": 403, "NOT_FOUND": 404,
+    "ILLEGAL_TRANSITION": 409, "ALREADY_TERMINAL": 409, "DIGEST_CONFLICT": 409,
+    "gate_failed": 409, "RATE_LIMITED": 429,
+}
+_BAD_REQUEST = {"code": "INVALID_REQUEST", "message": "The request body is invalid."}
+_UNAUTHENTICATED = {"code": "UNAUTHENTICATED",
+                    "message": "A valid host maintainer token is required."}
+_FORBIDDEN = {"code": "FORBIDDEN", "message": "The maintain permission is required."}
+_NO_ROUTE = {"code": "NOT_FOUND", "message": "No such route."}
+_INTERNAL = {"code": "INTERNAL", "message": "The request could not be processed."}
+
+
+class _Refusal(Exception):
+    """An HTTP-level refusal with a constant body."""
+
+    def __init__(self, status: int, error: dict[str, str]) -> None:
+        super().__init__(error["code"])
+        self.status = status
+        self.error = error
+
+
+def _response(status: int, body: Mapping[str, Any]) -> dict[str, Any]:
+    return {"statusCode": status, "headers": {"content-type": "application/json"},
+            "body": json.dumps(body, sort_keys=True)}
+
+
+def _error_response(exc: EngramError) -> dict[str, Any]:
+    status = _STATUS_BY_CODE.get(exc.code, 503 if exc.retriable else 500)
+    return _response(status, {"error": {"code": exc.code, "message": exc.message,
+                                        "retriable": exc.retriable}})
+
+
+@dataclass(frozen=True, slots=True)
+class _Request:
+    method: str
+    path: str
+    headers: Mapping[str, str]
+    query: Mapping[str, str]
+    body: str
+
+
+def _parse_event(event: Mapping[str, Any]) -> _Request:
+    http = event.get("requestContext", {}).get("http", {})
+    headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
+    body = event.get("body") or ""
+    if event.get("isBase64Encoded") and body:
+        body = base64.b64decode(body).decode("utf-8", errors="replace")
+    return _Request(method=str(http.get("method", "")).upper(),
+                    path=str(event.get("rawPath") or http.get("path", "")),
+                    headers=headers, query=dict(event.get("queryStringParameters") or {}),
+                    body=body)
+
+
+def _body(model: type[BaseModel], raw: str) -> Any:
+    try:
+        return model.model_validate_json(raw or "null")
+    except ValidationError:
+        raise _Refusal(400, _BAD_REQUEST) from None
+
+
+Handler = Callable[["HostApi", _Request, MaintainerIdentity, str], dict[str, Any]]
+
+
+class HostApi:
+    """Routes host requests to the confirmation service and the admission adjudicator."""
+
+    def __init__(
+        self,
+        verifier: HostTokenVerifier,
+        confirmations: ConfirmationService,
+        adjudicate: Adjudicate,
+    ) -> None:
+        self._verifier = verifier
+        self._confirmations = confirmations
+        self._adjudicate = adjudicate
+
+    def handle(self, event: Mapping[str, Any]) -> dict[str, Any]:
+        """Answer one HTTP API v2 event with a v2 response dict."""
+        try:
+            request = _parse_event(event)
+            route, param = _match(request.method, request.path)
+            identity = self._authenticate(request.headers.get("authorization"))
+            return route(self, request, identity, param)
+        except _Refusal as refusal:
+            return _response(refusal.status, {"error": refusal.error})
+        except EngramError as exc:
+            return _error_response(exc)
+        except Exception:
+            # Never echo the exception; the request id in the platform log ties it up.
+            logger.exception("host route failed")
+            return _response(500, {"error": _INTERNAL})
+
+    def _authenticate(self, authorization: str | None) -> MaintainerIdentity:
+        try:
+            token = bearer_token(authorization)
+        except UntrustedContext:
+            raise _Refusal(401, _UNAUTHENTICATED) from None
+        try:
+            return verify_maintainer_token(token, self._verifier)
+        except UntrustedContext:
+            pass
+        try:
+            verify_agent_token(token, self._verifier)
+        except UntrustedContext:
+            raise _Refusal(401, _UNAUTHENTICATED) from None
+        # A genuine agent token: authenticated, but the agent path never maintains.
+        raise _Refusal(403, _FORBIDDEN)
+
+    def _scope(self, workspace_id: str) -> Scope:
+        allowed = self._verifier.workspace_ids
+        if allowed and workspace_id not in allowed:
+            raise Unauthorized()
+        return Scope(self._verifier.tenant_id, workspace_id)
+
+    def _request(self, request: _Request, who: MaintainerIdentity, _: str) -> dict[str, Any]:
+        body: ConfirmationRequestBody = _body(ConfirmationRequestBody, request.body)
+        scope = self._scope(body.workspace_id)
+        tool = Tool(body.capability)
+        target, digest = _operation(tool, body)
+        created = self._confirmations.request(
+            scope, tool, target, digest, body.principal, who.subject, body.ttl_seconds,
+        )
+        return _response(201, created.public_view())
+
+    def _decide(self, request: _Request, who: MaintainerIdentity, ref: str) -> dict[str, Any]:
+        body: DecisionBody = _body(DecisionBody, request.body)
+        scope = self._scope(body.workspace_id)
+        settled = self._confirmations.decide(
+            scope, ref, Decision(body.decision), body.approver, who.subject,
+        )
+        return _response(200, settled.public_view())
+
+    def _show(self, request: _Request, _: MaintainerIdentity, ref: str) -> dict[str, Any]:
+        workspace_id = request.query.get("workspace_id", "")
+        if not workspace_id or "#" in workspace_id:
+            raise _Refusal(400, _BAD_REQUEST)
+        found = self._confirmations.show(self._scope(workspace_id), ref)
+        return _response(200, found.public_view())
+
+    def _adjudication(
+        self, request: _Request, who: MaintainerIdentity, candidate_id: str,
+    ) -> dict[str, Any]:
+        body: AdjudicationBody = _body(AdjudicationBody, request.body)
+        scope = self._scope(body.workspace_id)
+        outcome = self._adjudicate(scope, candidate_id, body.decision, body.approver or who.subject)
+        return _response(200, dict(outcome))
+
+
+def _operation(tool: Tool, body: ConfirmationRequestBody) -> tuple[str, str]:
+    """Target and operation digest, computed exactly as the gated tool computes them."""
+    if body.arguments is not None:
+        canonical = canonical_arguments(validate_arguments(tool, body.arguments))
+        target = target_of(tool, canonical)
+        if body.target is not None and body.target != target:
+            raise InvalidSchema()
+        return target, operation_digest(tool, canonical)
+    if body.operation_digest is None or body.target is None or not is_digest(body.operation_digest):
+        raise InvalidSchema()
+    return body.target, body.operation_digest
+
+
+_SEGMENT = r"([A-Za-z0-9_-]{1,128})"
+_ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
+    ("POST", re.compile(r"^/host/confirmations/?$"), HostApi._request),
+    ("POST", re.compile(rf"^/host/confirmations/{_SEGMENT}/decision/?$"), HostApi._decide),
+    ("GET", re.compile(rf"^/host/confirmations/{_SEGMENT}/?$"), HostApi._show),
+    ("POST", re.compile(rf"^/host/adjudications/{_SEGMENT}/?$"), HostApi._adjudication),
+)
+
+
+def _match(method: str, path: str) -> tuple[Handler, str]:
+    for route_method, pattern, handler in _ROUTES:
+        found = pattern.fullmatch(path)
+        if found and route_method == method:
+            return handler, found.group(1) if found.groups() else ""
+    raise _Refusal(404, _NO_ROUTE)

@@ -1,0 +1,79 @@
+"""Closed request bodies of the host-only routes (``/host/...``).
+
+Every model forbids extra fields and uses strict types; any violation becomes one
+constant 400 answer. Identifiers are opaque references (1 to 512 UTF-8 bytes, NFC) and
+never contain ``#``, so no body can reach another scope's storage keys.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+from engram_memory.services.confirmation import MAX_TTL_SECONDS
+
+
+def _opaque(value: str) -> str:
+    size = len(value.encode("utf-8", errors="replace"))
+    if not 1 <= size <= 512 or "#" in value or not unicodedata.is_normalized("NFC", value):
+        raise ValueError("not an opaque reference")
+    return value
+
+
+def _target(value: str) -> str:
+    # capture has no target (""), every other gated tool names a candidate or record.
+    return value if value == "" else _opaque(value)
+
+
+OpaqueRef = Annotated[str, AfterValidator(_opaque)]
+Target = Annotated[str, AfterValidator(_target)]
+GatedCapability = Literal["capture", "request_admission", "withdraw", "forget"]
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ConfirmationRequestBody(_Closed):
+    """``POST /host/confirmations``: what the human is asked to approve.
+
+    Either ``arguments`` (the exact arguments the host will let the agent send; the
+    server validates them and derives target and operation digest with the same
+    function the gated tool uses) or ``target`` + ``operation_digest`` (computed by the
+    host with ``engram_memory.domain.intent.operation_digest``).
+    """
+
+    workspace_id: OpaqueRef
+    capability: GatedCapability
+    principal: OpaqueRef
+    target: Target | None = None
+    operation_digest: str | None = None
+    arguments: dict[str, Any] | None = None
+    ttl_seconds: int = Field(default=MAX_TTL_SECONDS, ge=1, le=MAX_TTL_SECONDS)
+
+    @model_validator(mode="after")
+    def _one_way_to_name_the_operation(self) -> ConfirmationRequestBody:
+        by_arguments = self.arguments is not None and self.operation_digest is None
+        by_digest = (self.arguments is None and self.operation_digest is not None
+                     and self.target is not None)
+        if not (by_arguments or by_digest):
+            raise ValueError("give arguments, or target and operation_digest")
+        return self
+
+
+class DecisionBody(_Closed):
+    """``POST /host/confirmations/{ref}/decision``: the human's decision."""
+
+    workspace_id: OpaqueRef
+    decision: Literal["approve", "reject"]
+    approver: OpaqueRef
+
+
+class AdjudicationBody(_Closed):
+    """``POST /host/adjudications/{candidate_id}``: decide a pending_adjudication candidate."""
+
+    workspace_id: OpaqueRef
+    decision: Literal["accept", "reject"]
+    approver: OpaqueRef | None = None

@@ -1,0 +1,76 @@
+"""The in-process moto server that stands in for AWS in local mode.
+
+It listens on a free loopback port; every boto3 client of the process is pointed at it
+through ``AWS_ENDPOINT_URL`` (so nothing in local mode can reach real AWS), with dummy
+credentials. Step Functions execution is switched on through moto's config API, and
+``MOTO_PORT`` tells moto's Step Functions service integrations where to call back.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import urllib.request
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+
+from moto.server import ThreadedMotoServer
+
+LOOPBACK = "127.0.0.1"
+MOTO_ACCOUNT_ID = "123456789012"
+DEFAULT_REGION = "us-east-1"
+
+
+@dataclass
+class MotoService:
+    """A running moto server and its endpoint URL."""
+
+    server: ThreadedMotoServer
+    url: str
+    port: int
+
+    def stop(self) -> None:
+        """Stop serving (the in-memory state is gone afterwards)."""
+        self.server.stop()
+
+
+def aws_environment(url: str, port: int, region: str = DEFAULT_REGION) -> dict[str, str]:
+    """The process environment that routes boto3 to moto with dummy credentials."""
+    return {
+        "AWS_ENDPOINT_URL": url,
+        "ENGRAM_AWS_ENDPOINT_URL": url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": region,
+        "AWS_REGION": region,
+        "MOTO_PORT": str(port),
+        # moto's DynamoDB streams need account-id endpoints off.
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+        "POWERTOOLS_TRACE_DISABLED": "1",
+        "POWERTOOLS_METRICS_NAMESPACE": "engram-local",
+    }
+
+
+def _post_json(url: str, body: dict[str, object]) -> None:
+    request = urllib.request.Request(  # noqa: S310 - a fixed loopback http URL
+        url, data=json.dumps(body).encode(), method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+        response.read()
+
+
+def start_moto(environ: MutableMapping[str, str] | None = None) -> MotoService:
+    """Start moto on a free loopback port and point this process's AWS clients at it."""
+    # One access-log line per AWS call would drown the service's own output.
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address=LOOPBACK, port=0, verbose=False)
+    server.start()
+    _, port = server.get_host_and_port()
+    url = f"http://{LOOPBACK}:{port}"
+    target = os.environ if environ is None else environ
+    target.update(aws_environment(url, port, target.get("AWS_REGION", DEFAULT_REGION)))
+    _post_json(url + "/moto-api/config", {"stepfunctions": {"execute_state_machine": True}})
+    return MotoService(server=server, url=url, port=port)

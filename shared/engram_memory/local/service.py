@@ -1,0 +1,220 @@
+"""The one-machine embedded service: moto + the same resources + the same handlers.
+
+``start_service`` starts an in-process moto server, creates what the CDK stack declares
+(tables, tenant key, confirmation queue and state machine), sets the ``ENGRAM_*``
+environment the Lambdas read, and serves ``/mcp``, ``/host/*`` and the RFC 9728
+metadata with uvicorn, while pump threads stand in for the DynamoDB stream → projector
+and SQS → notifier event sources. The very same handler files run in-process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from engram_memory.adapters.inprocess_invoker import (
+    InProcessInvoker,
+    default_functions_dir,
+    load_handler,
+)
+from engram_memory.local import state
+from engram_memory.local.host_bridge import host_routes
+from engram_memory.local.moto_server import LOOPBACK, MotoService, start_moto
+from engram_memory.local.tokens import load_or_create_host_key, mint_agent_token, public_pem
+from engram_memory.mcp.host_context import verifier_from_settings
+from engram_memory.mcp.server import (
+    MCP_PATH,
+    Endpoint,
+    build_app,
+    build_server,
+    session_manager,
+    transport_security,
+)
+from engram_memory.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_PORT = 8787
+Pump = Callable[[Settings, threading.Event], None]
+
+
+@dataclass(frozen=True)
+class LocalConfig:
+    """What ``engram-memory serve`` was asked for."""
+
+    host: str = LOOPBACK
+    port: int = DEFAULT_PORT
+    data_dir: Path | None = None
+    tenant: str | None = None
+    workspaces: tuple[str, ...] = ()
+    functions_dir: Path = field(default_factory=default_functions_dir)
+    log_level: str = "warning"
+
+
+@dataclass
+class RunningService:
+    """A started local service: where it listens and how to stop it."""
+
+    config: LocalConfig
+    home: Path
+    identity: state.LocalIdentity
+    settings: Settings
+    moto: MotoService
+    port: int
+    server: uvicorn.Server
+    stop_event: threading.Event
+    threads: list[threading.Thread]
+    sock: socket.socket
+
+    @property
+    def base_url(self) -> str:
+        """``http://host:port``."""
+        return f"http://{self.config.host}:{self.port}"
+
+    @property
+    def mcp_url(self) -> str:
+        """The MCP endpoint URL."""
+        return self.base_url + MCP_PATH
+
+    def mint(self, **claims: Any) -> str:
+        """A host token for this service (see ``mint_agent_token`` for the claims)."""
+        key = load_or_create_host_key(self.home / state.HOST_KEY_FILE)
+        claims.setdefault("now", time.time())
+        return mint_agent_token(key, issuer=self.identity.issuer,
+                                audience=self.identity.audience, tenant=self.identity.tenant,
+                                **claims)
+
+    def stop(self) -> None:
+        """Stop serving, stop the pumps, snapshot (with --data-dir), stop moto."""
+        self.server.should_exit = True
+        self.stop_event.set()
+        for thread in self.threads:
+            if thread is not threading.current_thread():
+                thread.join(timeout=15)
+        if self.config.data_dir is not None:
+            state.save_snapshot(self.home, self.settings)
+        self.moto.stop()
+        self.sock.close()
+
+
+def _optional(module: str, name: str) -> Any | None:
+    """A function from a module that may not exist yet (wired as the pieces land)."""
+    try:
+        return getattr(importlib.import_module(module), name, None)
+    except ImportError:
+        return None
+
+
+def _environment(config: LocalConfig, identity: state.LocalIdentity, pem: str) -> dict[str, str]:
+    prefix = f"engram-{identity.tenant}"
+    return {
+        "ENGRAM_TENANT_ID": identity.tenant,
+        "ENGRAM_WORKSPACE_IDS": ",".join(config.workspaces),
+        "ENGRAM_TABLE_NAME": f"{prefix}-main",
+        "ENGRAM_KEY_TABLE_NAME": f"{prefix}-keys",
+        "ENGRAM_PROJECTION_TABLE_NAME": f"{prefix}-projection",
+        "ENGRAM_HOST_ISSUER": identity.issuer,
+        "ENGRAM_AUDIENCE": identity.audience,
+        "ENGRAM_HOST_PUBLIC_KEY_PEM": pem,
+        "ENGRAM_PAGE_CURSOR_SECRET": identity.page_cursor_secret,
+    }
+
+
+def _provision(home: Path, restore: bool) -> None:
+    """Tables, tenant key and gate resources on moto; env updated in place."""
+    settings = Settings.from_env()
+    state.provision(home, settings, restore=restore)
+    gate = _optional("engram_memory.local.gate_setup", "create_gate_resources")
+    if gate is not None:
+        clients = state.clients(Settings.from_env())
+        os.environ.update(gate(clients.stepfunctions, clients.sqs, Settings.from_env(),
+                               iam_client=clients.iam))
+
+
+def _start_pumps(settings: Settings, stop_event: threading.Event) -> list[threading.Thread]:
+    threads = []
+    for module, name in (("engram_memory.local.projector_pump", "run_projector_pump"),
+                         ("engram_memory.local.queue_pump", "run_queue_pump")):
+        pump: Pump | None = _optional(module, name)
+        if pump is None:
+            logger.warning("%s is not available yet; running without it", name)
+            continue
+        thread = threading.Thread(target=pump, args=(settings, stop_event), name=name,
+                                  daemon=True)
+        thread.start()
+        threads.append(thread)
+    return threads
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    return sock
+
+
+def _allowed_hosts(host: str, port: int) -> list[str]:
+    named = f"[{host}]" if ":" in host else host
+    hosts = {f"{named}:{port}", f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"}
+    extra = os.environ.get("ENGRAM_ALLOWED_HOSTS", "")
+    return sorted(hosts | {h.strip() for h in extra.split(",") if h.strip()})
+
+
+def build_local_app(config: LocalConfig, settings: Settings, port: int) -> Any:
+    """The ASGI app: MCP endpoint (in-process invoker), host routes, well-known metadata."""
+    verifier = verifier_from_settings(settings, time.time)
+    endpoint = Endpoint(verifier=lambda: verifier,
+                        invoker=InProcessInvoker(config.functions_dir),
+                        clock_ms=lambda: int(time.time() * 1000))
+    manager = session_manager(build_server(endpoint),
+                              transport_security(_allowed_hosts(config.host, port)))
+    return build_app(manager, issuer=settings.host_issuer,
+                     extra_routes=host_routes(load_handler(config.functions_dir, "host_api")))
+
+
+def start_service(config: LocalConfig, *, background: bool = True) -> RunningService:
+    """Start everything; with ``background`` uvicorn runs in a thread (tests, embedding)."""
+    home = state.home_dir(config.data_dir)
+    key = load_or_create_host_key(home / state.HOST_KEY_FILE)
+    identity = state.load_identity(home, config.tenant)
+    moto = start_moto()
+    os.environ.update(_environment(config, identity, public_pem(key)))
+    _provision(home, restore=config.data_dir is not None)
+    settings = Settings.from_env()
+    stop_event = threading.Event()
+    threads = _start_pumps(settings, stop_event)
+    sock = _bind(config.host, config.port)
+    port = int(sock.getsockname()[1])
+    uv_config = uvicorn.Config(build_local_app(config, settings, port),
+                               log_level=config.log_level, lifespan="on")
+    server = uvicorn.Server(uv_config)
+    service = RunningService(config, home, identity, settings, moto, port, server, stop_event,
+                             threads, sock)
+    state.write_endpoint(home, service.mcp_url)
+    if background:
+        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
+                                  name="uvicorn", daemon=True)
+        thread.start()
+        threads.append(thread)
+        while not server.started and thread.is_alive():
+            time.sleep(0.02)
+    return service
+
+
+def serve_forever(service: RunningService) -> None:
+    """Run uvicorn in this (main) thread until Ctrl-C, then stop everything cleanly."""
+    try:
+        service.server.run(sockets=[service.sock])
+    finally:
+        service.stop()

@@ -1,0 +1,137 @@
+"""Local service state on disk: the host key, the local identity and the snapshot.
+
+The home directory is ``--data-dir`` when given, else ``$ENGRAM_LOCAL_HOME`` or
+``~/.engram-memory``. It always holds the Ed25519 host signing key (``host_key.pem``,
+0600) and ``local.json`` (issuer, audience, tenant, the endpoint last served), so
+``engram-memory token`` can mint tokens for the running service from another terminal.
+Only with ``--data-dir`` is memory state snapshotted (``state.json``) on a clean stop and
+restored on the next start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from engram_memory.adapters import local_state
+from engram_memory.adapters.provisioning import create_tables, create_tenant_key
+from engram_memory.local.moto_server import MOTO_ACCOUNT_ID
+from engram_memory.settings import Settings
+
+HOST_KEY_FILE = "host_key.pem"
+IDENTITY_FILE = "local.json"
+SNAPSHOT_FILE = "state.json"
+LOCAL_ISSUER = "urn:engram:local-host"
+LOCAL_AUDIENCE = "urn:engram:local"
+
+
+def home_dir(data_dir: Path | None) -> Path:
+    """Where the key and identity live (created 0700 on first use)."""
+    default = os.environ.get("ENGRAM_LOCAL_HOME") or str(Path.home() / ".engram-memory")
+    home = (data_dir or Path(default)).expanduser().resolve()
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return home
+
+
+@dataclass(frozen=True)
+class LocalIdentity:
+    """The local host registration: who signs tokens and for which audience and tenant."""
+
+    issuer: str
+    audience: str
+    tenant: str
+    page_cursor_secret: str
+    endpoint: str = ""
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write atomically with mode 0600 (the files can hold local secrets)."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.touch(mode=0o600)
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_identity(home: Path) -> LocalIdentity | None:
+    """The saved identity, or None before the first start."""
+    path = home / IDENTITY_FILE
+    if not path.is_file():
+        return None
+    return LocalIdentity(**json.loads(path.read_text(encoding="utf-8")))
+
+
+def load_identity(home: Path, tenant: str | None) -> LocalIdentity:
+    """The saved identity (created on first start; ``tenant`` overrides the saved one)."""
+    saved = read_identity(home)
+    identity = saved or LocalIdentity(LOCAL_ISSUER, LOCAL_AUDIENCE, tenant or "local",
+                                      secrets.token_urlsafe(32))
+    if tenant and tenant != identity.tenant:
+        identity = LocalIdentity(identity.issuer, identity.audience, tenant,
+                                 identity.page_cursor_secret, identity.endpoint)
+    if identity != saved:
+        _write_private(home / IDENTITY_FILE, json.dumps(asdict(identity), indent=2))
+    return identity
+
+
+def write_endpoint(home: Path, endpoint: str) -> None:
+    """Record the served endpoint so ``engram-memory token`` can print it."""
+    identity = read_identity(home)
+    if identity is not None:
+        updated = LocalIdentity(identity.issuer, identity.audience, identity.tenant,
+                                identity.page_cursor_secret, endpoint)
+        _write_private(home / IDENTITY_FILE, json.dumps(asdict(updated), indent=2))
+
+
+@dataclass(frozen=True)
+class LocalClients:
+    """boto3 clients on the moto server."""
+
+    dynamodb: Any
+    kms: Any
+    stepfunctions: Any
+    sqs: Any
+    iam: Any
+
+
+def clients(settings: Settings) -> LocalClients:
+    """Clients for every service the local stack uses."""
+    def make(name: str) -> Any:
+        return local_state.aws_client(name, settings.region, settings.endpoint_url)
+
+    return LocalClients(make("dynamodb"), make("kms"), make("stepfunctions"), make("sqs"),
+                        make("iam"))
+
+
+def _tables(settings: Settings) -> tuple[str, ...]:
+    return (settings.table_name, settings.key_table_name, settings.projection_table_name)
+
+
+def provision(home: Path, settings: Settings, *, restore: bool) -> None:
+    """Create tables and the tenant key; refill them from the snapshot when asked."""
+    aws = clients(settings)
+    create_tables(aws.dynamodb, settings)
+    key_id = create_tenant_key(aws.kms)
+    snapshot_path = home / SNAPSHOT_FILE
+    if restore and snapshot_path.is_file():
+        snapshot = json.loads(snapshot_path.read_text(encoding="utf-8"))
+        if snapshot.get("tenant") == settings.tenant_id:
+            key_id = local_state.restore_kms_key(MOTO_ACCOUNT_ID, settings.region,
+                                                 snapshot["kms"], key_id)
+            local_state.load_tables(aws.dynamodb, snapshot["tables"])
+    os.environ["ENGRAM_KMS_KEY_ID"] = key_id
+
+
+def save_snapshot(home: Path, settings: Settings) -> None:
+    """Write every table item and the tenant key material to ``state.json`` (0600)."""
+    aws = clients(settings)
+    snapshot = {
+        "version": 1,
+        "tenant": settings.tenant_id,
+        "kms": local_state.export_kms_key(MOTO_ACCOUNT_ID, settings.region, settings.kms_key_id),
+        "tables": local_state.dump_tables(aws.dynamodb, _tables(settings)),
+    }
+    _write_private(home / SNAPSHOT_FILE, json.dumps(snapshot))

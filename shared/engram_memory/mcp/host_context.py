@@ -1,0 +1,237 @@
+"""Verification of the host-signed invocation context (a short-lived JWT).
+
+The host platform signs one JWT per agent turn (EdDSA or ES256) carrying the scope, the
+actor, the purpose, the deadline and the granted capabilities. Nothing here trusts tool
+arguments: the verified claims are the only source of an :class:`InvocationContext`.
+Every failure raises the one :class:`UntrustedContext` with a constant message, so a
+caller cannot learn which check failed. ``jti`` is logged for audit and deliberately not
+enforced single-use: one client session sends discovery, list and several calls under one
+token.
+"""
+
+from __future__ import annotations
+
+import logging
+import unicodedata
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import jwt
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+from cryptography.hazmat.primitives.serialization import load_pem_public_key
+
+from engram_memory.domain.context import InvocationContext, Scope, Tool
+
+logger = logging.getLogger(__name__)
+
+MAX_LIFETIME_S = 300
+DEFAULT_LEEWAY_S = 5
+MAX_TOKEN_BYTES = 16_384
+MAX_REF_BYTES = 512
+MAINTAIN = "maintain"
+_TIME_CLAIMS = ("exp", "iat", "nbf")
+_AGENT_STRING_CLAIMS = ("tenant", "workspace", "principal", "agent_id", "session", "purpose_ref",
+                        "audit_id", "jti")
+
+Clock = Callable[[], float]
+"""The clock port: seconds since the epoch (``time.time`` in production)."""
+
+
+class UntrustedContext(Exception):
+    """The host invocation context is missing or untrusted (JSON-RPC -32603)."""
+
+    message = "Trusted invocation context unavailable"
+
+    def __init__(self) -> None:
+        # Constant text only: which check failed is never revealed to the caller.
+        super().__init__(self.message)
+
+
+@dataclass(frozen=True, slots=True)
+class MaintainerIdentity:
+    """A host operator holding the maintenance permission (host routes only)."""
+
+    tenant_id: str
+    subject: str
+    token_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class HostTokenVerifier:
+    """What a token is checked against: the registered host key, issuer and audience."""
+
+    public_key: ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey
+    issuer: str
+    audience: str
+    tenant_id: str
+    workspace_ids: tuple[str, ...]
+    clock: Clock
+    leeway_s: int = DEFAULT_LEEWAY_S
+
+    @classmethod
+    def from_pem(
+        cls,
+        pem: str,
+        *,
+        issuer: str,
+        audience: str,
+        tenant_id: str,
+        workspace_ids: tuple[str, ...],
+        clock: Clock,
+    ) -> HostTokenVerifier:
+        """Load the host public key (Ed25519 or P-256) and bind the deployment's identity."""
+        key = load_pem_public_key(pem.encode("ascii"))
+        is_p256 = isinstance(key, ec.EllipticCurvePublicKey) and isinstance(key.curve, ec.SECP256R1)
+        if not (isinstance(key, ed25519.Ed25519PublicKey) or is_p256):
+            raise ValueError("the host key must be Ed25519 or EC P-256")
+        if not issuer or not audience or not tenant_id:
+            raise ValueError("issuer, audience and tenant are required")
+        return cls(key, issuer, audience, tenant_id, workspace_ids, clock)  # type: ignore[arg-type]
+
+    @property
+    def algorithms(self) -> list[str]:
+        """The one algorithm the key type allows: no algorithm confusion is possible."""
+        return ["EdDSA"] if isinstance(self.public_key, ed25519.Ed25519PublicKey) else ["ES256"]
+
+
+def verifier_from_settings(settings: Any, clock: Clock) -> HostTokenVerifier:
+    """A verifier for the deployment described by ``settings`` (engram_memory.settings)."""
+    return HostTokenVerifier.from_pem(
+        settings.host_public_key_pem,
+        issuer=settings.host_issuer,
+        audience=settings.audience,
+        tenant_id=settings.tenant_id,
+        workspace_ids=tuple(settings.workspace_ids),
+        clock=clock,
+    )
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The token of an ``Authorization: Bearer <token>`` header value."""
+    if not authorization:
+        raise UntrustedContext()
+    scheme, _, token = authorization.strip().partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise UntrustedContext()
+    return token.strip()
+
+
+def _decode(token: str, verifier: HostTokenVerifier) -> dict[str, Any]:
+    """Signature, issuer, audience, presence and time checks shared by both token kinds."""
+    if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_BYTES:
+        raise UntrustedContext()
+    try:
+        claims: dict[str, Any] = jwt.decode(
+            token,
+            key=verifier.public_key,
+            algorithms=verifier.algorithms,
+            audience=verifier.audience,
+            issuer=verifier.issuer,
+            # Time is checked below against the injected clock so tests control it.
+            options={
+                "require": ["exp", "iat", "nbf", "jti", "iss", "aud"],
+                "verify_exp": False,
+                "verify_nbf": False,
+                "verify_iat": False,
+            },
+        )
+    except (jwt.PyJWTError, ValueError, TypeError) as exc:
+        raise UntrustedContext() from exc
+    _check_times(claims, verifier)
+    if claims.get("tenant") != verifier.tenant_id:
+        raise UntrustedContext()
+    return claims
+
+
+def _check_times(claims: Mapping[str, Any], verifier: HostTokenVerifier) -> None:
+    values: list[int] = []
+    for name in _TIME_CLAIMS:
+        value = claims.get(name)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise UntrustedContext()
+        values.append(value)
+    exp, iat, nbf = values
+    now = verifier.clock()
+    leeway = verifier.leeway_s
+    if exp <= iat or exp - iat > MAX_LIFETIME_S:
+        raise UntrustedContext()
+    if now >= exp + leeway or now + leeway < nbf or now + leeway < iat:
+        raise UntrustedContext()
+
+
+def _ref(value: Any) -> str:
+    """An opaque reference: a non-empty NFC string of at most 512 UTF-8 bytes."""
+    if not isinstance(value, str) or not value or len(value.encode("utf-8")) > MAX_REF_BYTES:
+        raise UntrustedContext()
+    if unicodedata.normalize("NFC", value) != value:
+        raise UntrustedContext()
+    return value
+
+
+def _tools(value: Any) -> frozenset[Tool]:
+    """A list of short tool names; an unknown name makes the whole token untrusted."""
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UntrustedContext()
+    try:
+        return frozenset(Tool(v) for v in value)
+    except ValueError as exc:
+        raise UntrustedContext() from exc
+
+
+def _perms(claims: Mapping[str, Any]) -> frozenset[str]:
+    perm = claims.get("perm", [])
+    if isinstance(perm, str):
+        perm = perm.split()
+    if not isinstance(perm, list) or not all(isinstance(p, str) for p in perm):
+        raise UntrustedContext()
+    return frozenset(perm)
+
+
+def verify_agent_token(token: str, verifier: HostTokenVerifier) -> InvocationContext:
+    """Verify an agent-path token and build the invocation context it binds."""
+    claims = _decode(token, verifier)
+    if MAINTAIN in _perms(claims):
+        # The maintenance permission never reaches the agent's path (CONTRACT.md §0).
+        raise UntrustedContext()
+    values = {name: _ref(claims.get(name)) for name in _AGENT_STRING_CLAIMS}
+    if "#" in values["tenant"] or "#" in values["workspace"]:
+        raise UntrustedContext()
+    if verifier.workspace_ids and values["workspace"] not in verifier.workspace_ids:
+        raise UntrustedContext()
+    deadline = claims.get("deadline")
+    if not isinstance(deadline, int) or isinstance(deadline, bool) or deadline <= 0:
+        raise UntrustedContext()
+    confirmation_ref = claims.get("confirmation_ref")
+    if confirmation_ref is not None:
+        confirmation_ref = _ref(confirmation_ref)
+    context = InvocationContext(
+        scope=Scope(values["tenant"], values["workspace"]),
+        principal=values["principal"],
+        agent_id=values["agent_id"],
+        session_id=values["session"],
+        purpose_ref=values["purpose_ref"],
+        audit_id=values["audit_id"],
+        deadline_ms=deadline,
+        capabilities=_tools(claims.get("capabilities")),
+        confirmation_required=_tools(claims.get("confirm_required", [])),
+        confirmation_ref=confirmation_ref,
+        token_id=values["jti"],
+    )
+    logger.info("host context verified", extra={"jti": context.token_id,
+                                                 "audit_id": context.audit_id})
+    return context
+
+
+def verify_maintainer_token(token: str, verifier: HostTokenVerifier) -> MaintainerIdentity:
+    """Verify a host-operator token: it must carry ``perm`` ⊇ ``["read", "maintain"]``."""
+    claims = _decode(token, verifier)
+    if not {"read", MAINTAIN} <= _perms(claims):
+        raise UntrustedContext()
+    identity = MaintainerIdentity(
+        tenant_id=_ref(claims.get("tenant")),
+        subject=_ref(claims.get("sub")),
+        token_id=_ref(claims.get("jti")),
+    )
+    logger.info("maintainer token verified", extra={"jti": identity.token_id})
+    return identity

@@ -1,0 +1,193 @@
+"""The MCP endpoint: the mcp 2.x low-level ``Server`` and its stateless JSON HTTP app.
+
+Both protocol eras are served by one app: the SDK's session manager routes a request whose
+``MCP-Protocol-Version`` header names 2026-07-28 to the per-request (stateless) path, and
+everything else to the legacy initialize-era path, which runs here in stateless JSON mode
+(a fresh transport per POST, no ``Mcp-Session-Id``). Every request that touches memory
+(tools/list, tools/call) verifies the host token from its own ``Authorization`` header, so
+no state is kept between requests and any warm container can answer any call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import anyio.to_thread
+import mcp_types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+
+from engram_memory import CONTRACT_VERSION, PROVIDER
+from engram_memory.domain.context import InvocationContext, Tool
+from engram_memory.mcp.dispatch import ClockMs, ToolInvoker, dispatch, purpose_mismatch
+from engram_memory.mcp.host_context import (
+    HostTokenVerifier,
+    UntrustedContext,
+    bearer_token,
+    verify_agent_token,
+)
+from engram_memory.mcp.tools import INSTRUCTIONS, granted_tools, input_schema_by_name
+
+logger = logging.getLogger(__name__)
+
+MCP_PATH = "/mcp"
+WELL_KNOWN_PATH = "/.well-known/oauth-protected-resource"
+UNTRUSTED_MESSAGE = UntrustedContext.message
+UNKNOWN_TOOL_MESSAGE = "Unknown tool"
+
+VerifierSource = Callable[[], HostTokenVerifier]
+"""Returns the verifier to use now (settings are read once per container by the caller)."""
+
+
+def _untrusted() -> MCPError:
+    return MCPError(code=types.INTERNAL_ERROR, message=UNTRUSTED_MESSAGE)
+
+
+def _unknown_tool() -> MCPError:
+    return MCPError(code=types.INVALID_PARAMS, message=UNKNOWN_TOOL_MESSAGE)
+
+
+def context_of(
+    ctx: ServerRequestContext[Any, Any], verifier: HostTokenVerifier
+) -> InvocationContext:
+    """The verified host context of the HTTP request behind ``ctx`` (or -32603)."""
+    request = ctx.request
+    if not isinstance(request, Request):
+        raise _untrusted()
+    try:
+        return verify_agent_token(bearer_token(request.headers.get("authorization")), verifier)
+    except UntrustedContext:
+        raise _untrusted() from None
+
+
+def envelope_result(envelope: dict[str, Any]) -> types.CallToolResult:
+    """The MCP result of an envelope: structuredContent, identical text copy, isError."""
+    text = json.dumps(envelope, ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=envelope,
+        is_error=not envelope["ok"],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """The wiring of one endpoint: how to verify, how to invoke, which clock."""
+
+    verifier: VerifierSource
+    invoker: ToolInvoker
+    clock_ms: ClockMs
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        """Only the granted tools; no capability at all means memory is disabled."""
+        context = context_of(ctx, self.verifier())
+        return types.ListToolsResult(tools=granted_tools(context.capabilities))
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        """Verify, authorize the tool, check the purpose, dispatch, wrap the envelope."""
+        context = context_of(ctx, self.verifier())
+        tool = Tool.from_mcp_name(params.name)
+        if tool is None or tool not in context.capabilities:
+            raise _unknown_tool()
+        arguments: dict[str, Any] = dict(params.arguments or {})
+        if purpose_mismatch(tool, arguments, context):
+            raise _untrusted()
+        envelope = await anyio.to_thread.run_sync(
+            dispatch, tool, context, arguments, self.invoker, self.clock_ms
+        )
+        return envelope_result(envelope)
+
+
+def build_server(endpoint: Endpoint) -> Server[Any]:
+    """The low-level MCP server of the six memory tools."""
+    return Server(
+        "engram-memory",
+        version=CONTRACT_VERSION,
+        title="Engram memory",
+        description=f"{PROVIDER} governed long-term memory",
+        instructions=INSTRUCTIONS,
+        on_list_tools=endpoint.list_tools,
+        on_call_tool=endpoint.call_tool,
+        # A static lookup: Mcp-Param header checks never run the (token-checked) listing.
+        get_tool_input_schema=input_schema_by_name,
+    )
+
+
+def transport_security(
+    allowed_hosts: Sequence[str], allowed_origins: Sequence[str] = ()
+) -> TransportSecuritySettings:
+    """DNS-rebinding protection: only these Host (and Origin) header values are served."""
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True,
+        allowed_hosts=list(allowed_hosts),
+        allowed_origins=list(allowed_origins),
+    )
+
+
+def session_manager(
+    server: Server[Any], security: TransportSecuritySettings
+) -> StreamableHTTPSessionManager:
+    """A stateless, JSON-response session manager (one-shot: run() once per instance)."""
+    return StreamableHTTPSessionManager(
+        app=server, json_response=True, stateless=True, security_settings=security
+    )
+
+
+def protected_resource_metadata(resource: str, issuer: str) -> dict[str, Any]:
+    """RFC 9728 metadata: the host issuer is the only authorization server."""
+    return {
+        "resource": resource,
+        "authorization_servers": [issuer],
+        "bearer_methods_supported": ["header"],
+        "resource_signing_alg_values_supported": ["EdDSA", "ES256"],
+        "resource_name": "Engram memory (MCP)",
+    }
+
+
+def well_known_routes(issuer: str, resource_url: str | None) -> list[BaseRoute]:
+    """The RFC 9728 routes (plain and path-suffixed for ``/mcp``)."""
+
+    async def metadata(request: Request) -> JSONResponse:
+        resource = resource_url or str(request.base_url).rstrip("/") + MCP_PATH
+        return JSONResponse(
+            protected_resource_metadata(resource, issuer),
+            headers={"Cache-Control": "public, max-age=3600"},
+        )
+
+    return [
+        Route(WELL_KNOWN_PATH, metadata, methods=["GET"]),
+        Route(WELL_KNOWN_PATH + MCP_PATH, metadata, methods=["GET"]),
+    ]
+
+
+def build_app(
+    manager: StreamableHTTPSessionManager,
+    *,
+    issuer: str,
+    resource_url: str | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
+    with_lifespan: bool = True,
+) -> Starlette:
+    """The ASGI app: ``/mcp``, the well-known metadata and any extra (host) routes."""
+    routes: list[BaseRoute] = [
+        Route(MCP_PATH, StreamableHTTPASGIApp(manager)),
+        *well_known_routes(issuer, resource_url),
+        *extra_routes,
+    ]
+    if not with_lifespan:
+        return Starlette(routes=routes)
+    return Starlette(routes=routes, lifespan=lambda _app: manager.run())

@@ -1,0 +1,120 @@
+"""The tool-handler runner every tool Lambda uses: internal event in, envelope out.
+
+``run_tool`` parses the internal event (``ToolInvocation``), checks that the event names
+this Lambda's tool and that the host granted it, enforces the host deadline, validates
+the arguments against the closed schema, calls the service and wraps its value in the
+success envelope. Every failure becomes the failure envelope: an ``EngramError`` by its
+class; anything else as the generic retriable error, logged by class name only (never
+``str(exc)``: an exception text may quote memory content).
+
+Log lines carry ``tool``, ``audit_id`` and ``token_id`` only: never arguments or content.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from pydantic import BaseModel, ValidationError
+
+from engram_memory.contract.envelope import failure, failure_for_unexpected, success
+from engram_memory.contract.invocation import ToolInvocation
+from engram_memory.contract.validation import validate_arguments
+from engram_memory.domain.context import InvocationContext, Tool
+from engram_memory.domain.errors import (
+    DeadlineExceeded,
+    EngramError,
+    InvalidSchema,
+    Unauthorized,
+)
+
+SERVICE_NAME = "engram-memory"
+METRICS_NAMESPACE = "EngramMemory"
+
+# Import-time objects are observability only (no clients); Powertools reads its env vars.
+logger = Logger(service=SERVICE_NAME)
+tracer = Tracer(service=SERVICE_NAME)
+metrics = Metrics(service=SERVICE_NAME, namespace=METRICS_NAMESPACE)
+
+ToolService = Callable[[InvocationContext, BaseModel], Mapping[str, Any]]
+"""A use case: (verified context, validated argument model) → the tool's ``value``."""
+
+_LOG_KEYS = ("tool", "audit_id", "token_id")
+_UNKNOWN_AUDIT_ID = "unavailable"
+
+
+def wall_clock_ms() -> int:
+    """Epoch milliseconds from the system clock (the default deadline clock)."""
+    return time.time_ns() // 1_000_000
+
+
+def _audit_id_of(event: object) -> str:
+    """Best-effort audit id from a possibly malformed event (for its failure envelope)."""
+    if isinstance(event, Mapping):
+        context = event.get("context")
+        if isinstance(context, Mapping):
+            audit_id = context.get("audit_id")
+            if isinstance(audit_id, str) and 0 < len(audit_id) <= 256:
+                return audit_id
+    return _UNKNOWN_AUDIT_ID
+
+
+def _parse(event: object) -> tuple[ToolInvocation, InvocationContext]:
+    """The invocation and its domain context; a malformed internal event is INVALID_SCHEMA."""
+    try:
+        invocation = ToolInvocation.model_validate(event)
+        return invocation, invocation.context.to_context()
+    except (ValidationError, ValueError, TypeError):
+        raise InvalidSchema from None
+
+
+def _authorize(tool: Tool, invocation: ToolInvocation, ctx: InvocationContext,
+               now_ms: int) -> None:
+    """The event must name this Lambda's tool, granted by the host, before the deadline."""
+    if invocation.tool is not tool or tool not in ctx.capabilities:
+        raise Unauthorized
+    if ctx.deadline_ms < now_ms:
+        raise DeadlineExceeded
+
+
+def _execute(tool: Tool, event: object, resolve: Callable[[], ToolService],
+             now_ms: Callable[[], int]) -> dict[str, Any]:
+    invocation, ctx = _parse(event)
+    logger.append_keys(tool=tool.value, audit_id=ctx.audit_id, token_id=ctx.token_id)
+    _authorize(tool, invocation, ctx, now_ms())
+    model = validate_arguments(tool, invocation.arguments)
+    service = resolve()
+    value = service(ctx, model)
+    return success(dict(value), ctx.audit_id)
+
+
+def run_tool(
+    tool: Tool,
+    event: object,
+    resolve: Callable[[], ToolService],
+    *,
+    now_ms: Callable[[], int] = wall_clock_ms,
+) -> dict[str, Any]:
+    """Run one tool invocation and return the envelope dict (never raises).
+
+    ``resolve`` returns the service callable; it is called inside the error boundary so a
+    wiring failure (missing configuration, unreachable client) is still an envelope.
+    """
+    audit_id = _audit_id_of(event)
+    try:
+        envelope = _execute(tool, event, resolve, now_ms)
+        metrics.add_metric(name=f"{tool.value}.ok", unit=MetricUnit.Count, value=1)
+        return envelope
+    except EngramError as exc:
+        logger.info("tool refused", extra={"error_code": exc.code})
+        metrics.add_metric(name=f"error.{exc.code}", unit=MetricUnit.Count, value=1)
+        return failure(exc, audit_id)
+    except Exception as exc:  # the boundary: nothing escapes as raw text
+        logger.error("tool failed unexpectedly", extra={"error_class": type(exc).__name__})
+        metrics.add_metric(name="error.UNEXPECTED", unit=MetricUnit.Count, value=1)
+        return failure_for_unexpected(audit_id)
+    finally:
+        logger.remove_keys(list(_LOG_KEYS))

@@ -1,0 +1,118 @@
+"""engram_memory_get: one record by id, if and only if it is currently eligible.
+
+Every refusal (unknown id, another scope, pending, rejected, withdrawn, tombstoned,
+expired, outside valid time) is the same NOT_FOUND after the same two reads (journal head,
+then the record item), so neither the response nor its timing tells them apart.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from engram_memory.contract.inputs import GetArgs
+from engram_memory.contract.outputs import GetValue
+from engram_memory.contract.validation import canonical_arguments
+from engram_memory.domain.canonical import DigestKind, digest
+from engram_memory.domain.context import Tool
+from engram_memory.domain.errors import InvalidSchema, NotFound, StoreUnavailable, Unauthorized
+from engram_memory.domain.instant import format_instant
+from engram_memory.domain.intent import operation_digest
+from engram_memory.domain.receipts import authorization_receipt, authorization_receipt_digest
+from engram_memory.services.budget import check_single
+from engram_memory.services.eligibility import is_eligible
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from engram_memory.domain.context import InvocationContext
+    from engram_memory.services.ports import Clock
+    from engram_memory.services.read_ports import RecordReader, RecordRow
+    from engram_memory.services.redaction import Redactor
+
+
+def read_receipt_digest(receipt: Mapping[str, Any]) -> str:
+    """Digest of a read receipt over every field but ``receipt_digest``."""
+    body = {k: v for k, v in receipt.items() if k != "receipt_digest"}
+    return digest(DigestKind.READ_RECEIPT, body)
+
+
+def packet_digest(value: Mapping[str, Any]) -> str:
+    """Digest of a get value over every field but ``packet_digest``."""
+    body = {k: v for k, v in value.items() if k != "packet_digest"}
+    return digest(DigestKind.PACKET, body)
+
+
+def revalidation_digest(row: RecordRow, system_as_of: str, valid_as_of: str) -> str:
+    """What the eligibility check saw: the record's state and cursor at the pinned points."""
+    return digest(DigestKind.REVALIDATION_RECEIPT, {
+        "record_id": row.record_id,
+        "record_digest": row.record_digest,
+        "state": row.state,
+        "recorded_cursor": str(row.recorded_cursor),
+        "system_as_of": system_as_of,
+        "valid_as_of": valid_as_of,
+    })
+
+
+class GetService:
+    """The get use case (a ToolService: ``(ctx, args) -> value``)."""
+
+    def __init__(self, records: RecordReader, clock: Clock, redactor: Redactor) -> None:
+        self._records = records
+        self._clock = clock
+        self._redactor = redactor
+
+    def __call__(self, ctx: InvocationContext, args: BaseModel) -> dict[str, Any]:
+        """Return the record packet or raise NotFound."""
+        if not isinstance(args, GetArgs):
+            raise InvalidSchema
+        if args.purpose_ref != ctx.purpose_ref:
+            raise Unauthorized
+        system_as_of = self._records.journal_head(ctx.scope)
+        now_ms = self._clock.now_ms()
+        row = self._records.get_record(ctx.scope, args.record_id)
+        if row is None or not is_eligible(row, system_as_of=system_as_of, valid_as_of_ms=now_ms):
+            raise NotFound
+        value = self._value(ctx, args, row, str(system_as_of), format_instant(now_ms))
+        check_single(value, args.max_packet_bytes)
+        try:
+            GetValue.model_validate(value)
+        except ValidationError:
+            raise StoreUnavailable from None  # never hand out a value off the contract
+        return value
+
+    def _value(self, ctx: InvocationContext, args: GetArgs, row: RecordRow,
+               system_as_of: str, valid_as_of: str) -> dict[str, Any]:
+        redacted = self._redactor.redact(row.record_id, row.record or {})
+        authorization = authorization_receipt(
+            tool=Tool.GET.value,
+            target=row.record_id,
+            principal=ctx.principal,
+            agent_id=ctx.agent_id,
+            session_id=ctx.session_id,
+            operation_digest=operation_digest(Tool.GET, canonical_arguments(args)),
+            confirmation_ref=None,
+        )
+        receipt: dict[str, Any] = {
+            "record_id": row.record_id,
+            "record_digest": row.record_digest,
+            "valid_as_of": valid_as_of,
+            "system_as_of": system_as_of,
+            # The record was read (strongly consistent) after pinning the head: its state
+            # reflects every event through system_as_of.
+            "validated_through_cursor": system_as_of,
+            "authorization_receipt_digest": authorization_receipt_digest(authorization),
+            "revalidation_receipt_digest": revalidation_digest(row, system_as_of, valid_as_of),
+            "checked_at": valid_as_of,
+        }
+        receipt["receipt_digest"] = read_receipt_digest(receipt)
+        value: dict[str, Any] = {
+            "record": redacted.record,
+            "redacted_fields": redacted.redacted_fields,
+            "redaction_receipt_digest": redacted.receipt_digest,
+            "read_receipt": receipt,
+        }
+        value["packet_digest"] = packet_digest(value)
+        return value

@@ -1,0 +1,104 @@
+"""Store-neutral mechanics every mutation shares: replay detection and fenced commits.
+
+Each use case runs ``attempt`` = read idempotency → read state → decide → commit. A
+commit that loses a race is retried here: a moved journal head only rebuilds the event
+on the new head (with backoff); a taken idempotency key or a moved state re-runs the whole
+attempt, whose first read then reports the contract outcome (replay, DIGEST_CONFLICT,
+NOT_FOUND, ...). Bounded: past the budget the caller gets FENCE_LOST (retriable).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from engram_memory.domain.errors import DigestConflict, FenceLost
+from engram_memory.domain.intent import operation_digest, target_of
+from engram_memory.domain.journal import Actor
+from engram_memory.services.ports import (
+    CommitConflict,
+    ConfirmationGate,
+    ConflictKind,
+    MemoryStore,
+    MutationPlan,
+)
+
+if TYPE_CHECKING:
+    from engram_memory.domain.context import InvocationContext, Scope, Tool
+    from engram_memory.domain.journal import JournalHead
+
+V = TypeVar("V")
+Sleep = Callable[[float], None]
+
+HEAD_ATTEMPTS = 8
+REREAD_ATTEMPTS = 4
+_BASE_DELAY_S = 0.01
+_MAX_DELAY_S = 0.2
+_JITTER = secrets.SystemRandom()
+
+
+def backoff_delay(attempt: int) -> float:
+    """Full-jitter exponential backoff: uniform in [0, min(cap, base * 2**attempt)]."""
+    return _JITTER.uniform(0.0, min(_MAX_DELAY_S, _BASE_DELAY_S * (2**attempt)))
+
+
+def stored_result(
+    store: MemoryStore, scope: Scope, principal: str, key: str, tool: str, intent: str
+) -> Mapping[str, Any] | None:
+    """The committed result of ``key`` when it replays this intent; DigestConflict if not."""
+    entry = store.get_idempotency(scope, principal, key)
+    if entry is None:
+        return None
+    if entry.tool != tool or entry.intent_digest != intent:
+        raise DigestConflict
+    return entry.result
+
+
+def commit_fenced(
+    store: MemoryStore,
+    scope: Scope,
+    build: Callable[[JournalHead], tuple[MutationPlan, V]],
+    sleep: Sleep,
+) -> V:
+    """Commit the plan built on the current head; rebuild on a moved head; FENCE_LOST."""
+    for attempt in range(HEAD_ATTEMPTS):
+        plan, value = build(store.journal_head(scope))
+        try:
+            store.commit(plan)
+        except CommitConflict as conflict:
+            if conflict.kinds != frozenset({ConflictKind.HEAD}):
+                raise
+            sleep(backoff_delay(attempt))
+            continue
+        return value
+    raise FenceLost
+
+
+def with_rereads(attempt: Callable[[], V], sleep: Sleep) -> V:
+    """Run ``attempt``; after a lost race, re-run it so its reads report the outcome."""
+    for retry in range(REREAD_ATTEMPTS):
+        try:
+            return attempt()
+        except CommitConflict:
+            sleep(backoff_delay(retry))
+    raise FenceLost
+
+
+def actor_of(ctx: InvocationContext) -> Actor:
+    """The journal actor: the host-bound principal, agent and session."""
+    return Actor(principal=ctx.principal, agent_id=ctx.agent_id, session_id=ctx.session_id)
+
+
+def gate_element(
+    gate: ConfirmationGate,
+    ctx: InvocationContext,
+    tool: Tool,
+    arguments: Mapping[str, Any],
+    now_ms: int,
+) -> Mapping[str, Any] | None:
+    """The confirmation-consuming element when ``tool`` is gated for ``ctx``, else None."""
+    if not ctx.requires_confirmation(tool):
+        return None
+    operation = operation_digest(tool, arguments)
+    return gate.consume_item(ctx, tool, target_of(tool, arguments), operation, now_ms)

@@ -1,0 +1,298 @@
+"""The ports the write-path services need, as Protocols injected by argument.
+
+Adapters implement them (``adapters/dynamodb``, ``adapters/kms``, ``adapters/crypto``);
+``bootstrap`` wires concrete ones. A store commit is described store-neutrally by a
+:class:`MutationPlan` (idempotency entry, journal event, state changes, consumed
+confirmation); the DynamoDB adapter maps it to ONE ``TransactWriteItems``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Protocol
+
+from engram_memory.domain.errors import FenceLost
+
+if TYPE_CHECKING:
+    from engram_memory.domain.context import InvocationContext, Scope, Tool
+    from engram_memory.domain.journal import JournalEvent, JournalHead
+    from engram_memory.domain.records import Record
+
+
+class Clock(Protocol):
+    """The time source (tests control it)."""
+
+    def now_ms(self) -> int:
+        """Epoch milliseconds."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class DataKey:
+    """A fresh data key: the plaintext (memory only) and its KMS-wrapped form."""
+
+    plaintext: bytes
+    wrapped: bytes
+    key_id: str
+
+
+class KeyVault(Protocol):
+    """Envelope-encryption keys under the tenant key."""
+
+    def generate_data_key(self, context: Mapping[str, str]) -> DataKey:
+        """A new AES-256 data key bound to the encryption ``context``."""
+        ...
+
+    def decrypt_data_key(self, wrapped: bytes, context: Mapping[str, str]) -> bytes:
+        """Unwrap a data key (the same ``context`` must be given)."""
+        ...
+
+
+class Sealer(Protocol):
+    """Authenticated encryption of candidate material."""
+
+    def seal(self, key: bytes, plaintext: bytes, aad: bytes) -> bytes:
+        """Encrypt and authenticate ``plaintext`` bound to ``aad``."""
+        ...
+
+    def open(self, key: bytes, sealed: bytes, aad: bytes) -> bytes:
+        """Decrypt ``sealed``; BlobMissing when it does not authenticate."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyDescriptor:
+    """Which admission policy decides, and which version of it."""
+
+    policy_id: str
+    version: str
+
+
+class Decision(StrEnum):
+    """What an admission policy may decide."""
+
+    ACCEPT = "accept"
+    REJECT = "reject"
+    ADJUDICATE = "adjudicate"
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionRequest:
+    """What a policy and a verifier see: the decrypted candidate, in memory only."""
+
+    scope: Scope
+    candidate_id: str
+    payload: Mapping[str, Any]
+    evidence: Mapping[str, Any]
+
+
+class AdmissionPolicy(Protocol):
+    """The host's admission policy (PolicyUnavailable when it cannot be reached)."""
+
+    def descriptor(self) -> PolicyDescriptor:
+        """The policy id and version this function currently runs."""
+        ...
+
+    def decide(self, request: AdmissionRequest) -> Decision:
+        """Accept, reject or ask a human to adjudicate."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TrustVerdict:
+    """The trust class the host assigns (never the agent) and who assigned it."""
+
+    trust_class: str
+    verifier_id: str
+
+
+class EvidenceVerifier(Protocol):
+    """Checks citations and evidence; assigns the trust class."""
+
+    def verify(self, request: AdmissionRequest) -> TrustVerdict:
+        """The verdict on a candidate's evidence."""
+        ...
+
+
+class ConfirmationGate(Protocol):
+    """The confirmation hook: the transaction element consuming a human approval."""
+
+    def consume_item(
+        self,
+        ctx: InvocationContext,
+        tool: Tool,
+        target: str,
+        operation_digest: str,
+        now_ms: int,
+    ) -> dict[str, Any]:
+        """A TransactWriteItems element; GateFailed when there is nothing to consume."""
+        ...
+
+
+# --- the store --------------------------------------------------------------------------
+
+
+class ConflictKind(StrEnum):
+    """Why a commit was cancelled by a concurrent writer."""
+
+    IDEMPOTENCY = "idempotency"  # the key was taken meanwhile: re-read → replay or conflict
+    HEAD = "head"  # the journal moved: rebuild the event on the new head
+    STATE = "state"  # the target's state moved: re-read and report the contract outcome
+
+
+class CommitConflict(FenceLost):
+    """A commit lost a race; the service re-reads (escaping, it is FENCE_LOST)."""
+
+    def __init__(self, kinds: frozenset[ConflictKind]) -> None:
+        self.kinds = kinds
+        super().__init__()
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotencyEntry:
+    """A committed idempotency reservation and the result it returns on replay."""
+
+    tool: str
+    intent_digest: str
+    result: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CandidateEntry:
+    """A candidate's metadata (never its content)."""
+
+    candidate_id: str
+    state: str
+    blob_chunks: int
+    record_digest: str
+    payload_digest: str
+    policy_id: str
+    policy_version: str
+    captured_at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class RecordEntry:
+    """A record's state and digests (the content stays in the item)."""
+
+    record_id: str
+    state: str
+    record_digest: str
+    payload_digest: str
+    parts: int
+
+
+@dataclass(frozen=True, slots=True)
+class PutCandidate:
+    """Capture: a new pending candidate, its sealed material and its wrapped key."""
+
+    entry: CandidateEntry
+    sealed: bytes
+    wrapped_key: bytes
+    key_id: str
+    cursor: int
+
+
+@dataclass(frozen=True, slots=True)
+class MoveCandidate:
+    """A candidate state change; ``shred`` deletes its wrapped key and ciphertext."""
+
+    candidate_id: str
+    from_state: str
+    to_state: str
+    shred: bool
+    blob_chunks: int
+    decision_receipt: Mapping[str, Any] | None = None
+    record_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PutRecord:
+    """Admission: the new record (state accepted_current)."""
+
+    record: Record
+    payload_digest: str
+    valid_t: int
+    valid_t_end: int | None
+    expires_at_ms: int | None
+    cursor: int
+    trust_binding: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TombstoneRecord:
+    """Forget: the record becomes tombstoned, its content removed, the guard written."""
+
+    record_id: str
+    from_state: str
+    payload_digest: str
+    parts: int
+    cursor: int
+    at_ms: int
+
+
+Change = PutCandidate | MoveCandidate | PutRecord | TombstoneRecord
+
+
+@dataclass(frozen=True, slots=True)
+class MutationPlan:
+    """Everything ONE atomic commit writes."""
+
+    scope: Scope
+    principal: str
+    idempotency_key: str
+    tool: str
+    intent_digest: str
+    result: Mapping[str, Any]
+    head: JournalHead
+    event: JournalEvent
+    changes: tuple[Change, ...]
+    gate_item: Mapping[str, Any] | None = None
+    at_ms: int = 0
+
+
+class MemoryStore(Protocol):
+    """Canonical state: reads are strongly consistent; ``commit`` is all-or-nothing.
+
+    ``commit`` raises CommitConflict (lost race), GateFailed (the confirmation element's
+    condition failed), MutationOutcomeUnknown (it may have committed), RateLimited or
+    StoreUnavailable.
+    """
+
+    def get_idempotency(self, scope: Scope, principal: str, key: str) -> IdempotencyEntry | None:
+        """The committed reservation of ``key`` for ``principal``, if any."""
+        ...
+
+    def get_candidate(self, scope: Scope, candidate_id: str) -> CandidateEntry | None:
+        """A candidate's metadata in ``scope``, if any."""
+        ...
+
+    def load_sealed(self, scope: Scope, candidate_id: str, chunks: int) -> bytes:
+        """A candidate's sealed material (BlobMissing when a chunk is gone)."""
+        ...
+
+    def get_wrapped_key(self, scope: Scope, candidate_id: str) -> bytes | None:
+        """A candidate's wrapped data key, if not shredded."""
+        ...
+
+    def get_record(self, scope: Scope, record_id: str) -> RecordEntry | None:
+        """A record's state and digests in ``scope``, if any."""
+        ...
+
+    def has_tombstone(self, scope: Scope, payload_digest: str) -> bool:
+        """True when a record with this effective payload digest was forgotten."""
+        ...
+
+    def journal_head(self, scope: Scope) -> JournalHead:
+        """The scope's journal head (cursor 0 when empty)."""
+        ...
+
+    def journal_events(self, scope: Scope) -> list[JournalEvent]:
+        """Every event of the scope in cursor order (verification, audits)."""
+        ...
+
+    def commit(self, plan: MutationPlan) -> None:
+        """Apply ``plan`` atomically or not at all."""
+        ...

@@ -1,0 +1,116 @@
+"""Keep the lexical projection in step with canonical record state (the projector's use case).
+
+A stream record is only a trigger: the projector re-reads the record item (strongly
+consistent) and reconciles the projection with what it finds, so replays, duplicates and
+reordering converge on the same index. Only ``REC#`` items in ``accepted_current`` are
+indexed; every other state (or a deleted item) removes the record's postings and then
+marks ``projection_invalidation = complete`` on the record item.
+
+Crash safety (at-least-once): indexing writes postings before the transaction that flips
+the doc item to ``indexed`` and adds to the stats; removal deletes postings before the
+transaction that flips it to ``removed`` and subtracts. Each flip is conditioned on the
+previous state, so a replay repeats the idempotent writes but never the stats change.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from engram_memory.domain.context import Scope
+from engram_memory.domain.ranking import analyze
+from engram_memory.domain.search_fields import record_document
+from engram_memory.services.read_ports import ACCEPTED_CURRENT, INVALIDATION_COMPLETE
+
+if TYPE_CHECKING:
+    from engram_memory.services.read_ports import ProjectionStore, RecordReader, RecordRow
+
+RECORD_PREFIX = "REC#"
+SCOPE_PREFIX = "SCOPE#"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordKey:
+    """The scope and id of a main-table record item."""
+
+    scope: Scope
+    record_id: str
+
+
+def record_key(pk: object, sk: object) -> RecordKey | None:
+    """The record a main-table key names; None for every other item (candidates, blobs…)."""
+    if not isinstance(pk, str) or not isinstance(sk, str):
+        return None
+    if not pk.startswith(SCOPE_PREFIX) or not sk.startswith(RECORD_PREFIX):
+        return None
+    parts = pk.split("#")
+    record_id = sk.removeprefix(RECORD_PREFIX)
+    # Record parts (REC#{id}#PART#n) carry no state of their own.
+    if len(parts) != 3 or not all(parts[1:]) or not record_id or "#" in record_id:
+        return None
+    return RecordKey(Scope(parts[1], parts[2]), record_id)
+
+
+def records_in_images(images: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Record JSON carried by stream images (used only to find orphan postings to delete)."""
+    found: list[Mapping[str, Any]] = []
+    for image in images:
+        text = image.get("record_json")
+        if isinstance(text, str) and not image.get("record_parts"):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(value, Mapping):
+                found.append(value)
+    return found
+
+
+class ProjectionService:
+    """Index or unindex one record so the projection matches canonical state."""
+
+    def __init__(self, records: RecordReader, projection: ProjectionStore) -> None:
+        self._records = records
+        self._projection = projection
+
+    def reconcile(self, key: RecordKey,
+                  image_records: Iterable[Mapping[str, Any]] = ()) -> None:
+        """Bring the projection of one record in line with its current canonical state."""
+        row = self._records.get_record(key.scope, key.record_id)
+        if row is not None and row.state == ACCEPTED_CURRENT and row.record is not None:
+            self._index(key, row, row.record)
+            return
+        hints = list(image_records)
+        if row is not None and row.record is not None:
+            hints.append(row.record)
+        self._remove(key, hints)
+        if row is not None and row.projection_invalidation != INVALIDATION_COMPLETE:
+            self._records.mark_projection_complete(key.scope, key.record_id)
+
+    def _index(self, key: RecordKey, row: RecordRow, record: Mapping[str, Any]) -> None:
+        document = self._projection.document(key.scope, key.record_id)
+        if document is not None and document.indexed:
+            return
+        analyzed = analyze(record_document(key.record_id, record))
+        chunks = self._projection.put_postings(key.scope, analyzed)
+        self._projection.commit_indexed(key.scope, analyzed, row.record_digest, chunks)
+
+    def _remove(self, key: RecordKey, hints: list[Mapping[str, Any]]) -> None:
+        document = self._projection.document(key.scope, key.record_id)
+        if document is None:
+            # Never committed; a crashed indexing attempt may still have left postings.
+            terms = {
+                term
+                for record in hints
+                for term in analyze(record_document(key.record_id, record)).frequencies
+            }
+            if terms:
+                self._projection.delete_postings(key.scope, key.record_id, sorted(terms))
+            return
+        if document.indexed:
+            terms_list = self._projection.document_terms(key.scope, document)
+            self._projection.delete_postings(key.scope, key.record_id, terms_list)
+            self._projection.commit_removed(key.scope, document)
+        self._projection.delete_document_terms(key.scope, document)

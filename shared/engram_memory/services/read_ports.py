@@ -1,0 +1,101 @@
+"""Ports of the read path (projection, search, get): what the services need from storage."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from engram_memory.domain.context import Scope
+    from engram_memory.domain.ranking import AnalyzedDocument, CorpusStats, Posting
+
+ACCEPTED_CURRENT = "accepted_current"
+INVALIDATION_COMPLETE = "complete"
+
+
+@dataclass(frozen=True, slots=True)
+class RecordRow:
+    """The canonical record item as the read path sees it (main table, ``REC#{id}``)."""
+
+    record_id: str
+    state: str
+    record: Mapping[str, Any] | None
+    record_digest: str
+    valid_t: int
+    valid_t_end: int | None
+    expires_at_ms: int | None
+    recorded_cursor: int
+    projection_invalidation: str | None = None
+
+
+class RecordReader(Protocol):
+    """Canonical state in the main table, read with strong consistency."""
+
+    def journal_head(self, scope: Scope) -> int:
+        """The scope's journal head cursor (0 when nothing was ever written)."""
+        ...
+
+    def get_record(self, scope: Scope, record_id: str) -> RecordRow | None:
+        """One record item of the scope, or None."""
+        ...
+
+    def get_records(self, scope: Scope, record_ids: Sequence[str]) -> dict[str, RecordRow]:
+        """Many record items of the scope by id (missing ids are absent from the result)."""
+        ...
+
+    def mark_projection_complete(self, scope: Scope, record_id: str) -> None:
+        """Set ``projection_invalidation = complete`` if the record item still exists."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedDocument:
+    """The projection's bookkeeping item for one record."""
+
+    record_id: str
+    indexed: bool
+    record_digest: str
+    lengths: tuple[int, ...]
+    term_chunks: int
+
+
+class ProjectionStore(Protocol):
+    """The lexical index: postings per scope+term, per-record doc items, per-scope stats."""
+
+    def stats(self, scope: Scope) -> CorpusStats:
+        """N and the per-field length sums of the scope."""
+        ...
+
+    def postings(self, scope: Scope, term: str) -> list[Posting]:
+        """Every posting of ``term`` in the scope."""
+        ...
+
+    def document(self, scope: Scope, record_id: str) -> IndexedDocument | None:
+        """The doc item of a record, or None when it was never indexed."""
+        ...
+
+    def document_terms(self, scope: Scope, document: IndexedDocument) -> list[str]:
+        """The terms a record posted (stored with its doc item, for removal)."""
+        ...
+
+    def put_postings(self, scope: Scope, analyzed: AnalyzedDocument) -> int:
+        """Write one posting per term and the stored term list; returns its chunk count."""
+        ...
+
+    def commit_indexed(self, scope: Scope, analyzed: AnalyzedDocument, record_digest: str,
+                       term_chunks: int) -> bool:
+        """Atomically mark the doc indexed and add it to the stats; False if already indexed."""
+        ...
+
+    def delete_postings(self, scope: Scope, record_id: str, terms: Sequence[str]) -> None:
+        """Delete the record's posting under each term (absent ones are fine)."""
+        ...
+
+    def commit_removed(self, scope: Scope, document: IndexedDocument) -> bool:
+        """Atomically mark the doc removed and subtract it from the stats; False if not indexed."""
+        ...
+
+    def delete_document_terms(self, scope: Scope, document: IndexedDocument) -> None:
+        """Drop the stored term list of a removed document."""
+        ...

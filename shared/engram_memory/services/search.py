@@ -1,0 +1,242 @@
+"""engram_memory_search: BM25F over the projection, then revalidation against canonical state.
+
+One search pins ``system_as_of`` (the scope's journal head, read once) and ``valid_as_of``
+(the clock, read once). Hits are ranked from the postings of the query terms only, then
+revalidated in rank order with consistent batch reads of the record items until the page
+(and one more, to know whether more exist) is filled: only eligible records are returned
+(services/eligibility.py), so a lagging projection never leaks a forgotten, expired or
+out-of-scope record. Paging, budgets and redaction: services/paging.py, budget.py,
+redaction.py; the rules are in docs/search.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ValidationError
+
+from engram_memory.contract.inputs import SearchArgs
+from engram_memory.contract.outputs import SearchValue
+from engram_memory.domain.canonical import DigestKind, digest
+from engram_memory.domain.errors import (
+    InvalidSchema,
+    RankingUnavailable,
+    StalePage,
+    StoreUnavailable,
+    Unauthorized,
+)
+from engram_memory.domain.instant import format_instant
+from engram_memory.domain.ranking import DEFAULT_CONFIG, RankingConfig, ScoredRecord, score_postings
+from engram_memory.domain.tokenizer import query_terms
+from engram_memory.services.budget import fit_prefix
+from engram_memory.services.eligibility import is_eligible
+from engram_memory.services.paging import PageCursorCodec, PageState, delivered_digest
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from engram_memory.domain.context import InvocationContext, Scope
+    from engram_memory.services.ports import Clock
+    from engram_memory.services.read_ports import ProjectionStore, RecordReader, RecordRow
+    from engram_memory.services.redaction import Redactor
+
+_BATCH = 100
+_PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
+Hit = tuple[ScoredRecord, "RecordRow"]
+
+
+def request_digest(args: SearchArgs) -> str:
+    """The request a page belongs to: query and every parameter but the page cursor."""
+    subject = {
+        "query": args.query,
+        "purpose_ref": args.purpose_ref,
+        "limit": args.limit,
+        "max_packet_bytes": args.max_packet_bytes,
+        "capability_policy": args.capability_policy.model_dump(mode="json"),
+    }
+    return digest(DigestKind.RANK_REQUEST, subject)
+
+
+def rank_receipt_digest(receipt: Mapping[str, Any]) -> str:
+    """Digest of a rank receipt over every field but ``receipt_digest``."""
+    body = {k: v for k, v in receipt.items() if k != "receipt_digest"}
+    return digest(DigestKind.RANK_RECEIPT, body)
+
+
+def response_digest(value: Mapping[str, Any]) -> str:
+    """Digest of a search value over every field but ``response_digest``."""
+    body = {k: v for k, v in value.items() if k != "response_digest"}
+    return digest(DigestKind.RESPONSE, body)
+
+
+@dataclass(frozen=True, slots=True)
+class _Pinned:
+    """Everything one page is computed at."""
+
+    scope: Scope
+    request_digest: str
+    system_as_of: int
+    valid_as_of: str
+    candidate_count: int
+    offset: int
+
+
+class SearchService:
+    """The search use case (a ToolService: ``(ctx, args) -> value``)."""
+
+    def __init__(self, records: RecordReader, projection: ProjectionStore, clock: Clock,
+                 codec: PageCursorCodec, redactor: Redactor,
+                 config: RankingConfig = DEFAULT_CONFIG, semantic: object | None = None) -> None:
+        self._records = records
+        self._projection = projection
+        self._clock = clock
+        self._codec = codec
+        self._redactor = redactor
+        self._config = config
+        # A semantic channel is a port; none is configured in this deployment.
+        self._semantic = semantic
+
+    def __call__(self, ctx: InvocationContext, args: BaseModel) -> dict[str, Any]:
+        """Run one search page."""
+        if not isinstance(args, SearchArgs):
+            raise InvalidSchema
+        self._check_policy(ctx, args)
+        req_digest = request_digest(args)
+        state = self._continuation(ctx, args, req_digest)
+        system_as_of = self._records.journal_head(ctx.scope)
+        if state is not None and system_as_of < state.system_as_of:
+            raise StalePage  # the journal went backwards (a restore): the ordering is void
+        now_ms = self._clock.now_ms()
+        ranked = self._rank(ctx.scope, args.query)
+        offset = state.offset if state is not None else 0
+        hits = self._revalidate(ctx.scope, ranked, offset + args.limit + 1, system_as_of, now_ms)
+        ids = [hit[0].record_id for hit in hits]
+        if state is not None and (
+            len(ids) < offset or delivered_digest(ids[:offset]) != state.delivered_digest
+        ):
+            raise StalePage  # the pages already delivered no longer hold
+        pinned = _Pinned(ctx.scope, req_digest, system_as_of, format_instant(now_ms),
+                         len(ranked), offset)
+        return self._page(pinned, hits, args)
+
+    def _check_policy(self, ctx: InvocationContext, args: SearchArgs) -> None:
+        if args.purpose_ref != ctx.purpose_ref:
+            raise Unauthorized
+        # network "allow" grants nothing by itself; only the channel requirement matters.
+        needs_semantic = args.capability_policy.minimum_channels == "lexical_and_semantic"
+        if needs_semantic and self._semantic is None:
+            raise RankingUnavailable
+
+    def _continuation(self, ctx: InvocationContext, args: SearchArgs,
+                      req_digest: str) -> PageState | None:
+        if args.page_cursor is None:
+            return None
+        state = self._codec.decode(args.page_cursor)
+        if (state.scope != ctx.scope.key or state.request_digest != req_digest
+                or state.profile_digest != self._config.config_digest):
+            raise StalePage
+        return state
+
+    def _rank(self, scope: Scope, query: str) -> list[ScoredRecord]:
+        terms = query_terms(query)
+        if not terms:
+            return []
+        postings = {term: self._projection.postings(scope, term) for term in terms}
+        if not any(postings.values()):
+            return []
+        return score_postings(terms, postings, self._projection.stats(scope), self._config)
+
+    def _revalidate(self, scope: Scope, ranked: list[ScoredRecord], need: int,
+                    system_as_of: int, now_ms: int) -> list[Hit]:
+        """Eligible hits in rank order, at most ``need``, read in consistent batches."""
+        hits: list[Hit] = []
+        position = 0
+        while position < len(ranked) and len(hits) < need:
+            size = min(_BATCH, need - len(hits)) if position == 0 else _BATCH
+            batch = ranked[position:position + size]
+            position += len(batch)
+            rows = self._records.get_records(scope, [hit.record_id for hit in batch])
+            for scored in batch:
+                row = rows.get(scored.record_id)
+                if row is not None and is_eligible(
+                    row, system_as_of=system_as_of, valid_as_of_ms=now_ms
+                ):
+                    hits.append((scored, row))
+                    if len(hits) == need:
+                        break
+        return hits
+
+    def _packet(self, hit: Hit, rank: int) -> dict[str, Any]:
+        scored, row = hit
+        # Eligible rows always carry their record; ``or {}`` only satisfies the type.
+        redacted = self._redactor.redact(scored.record_id, row.record or {})
+        return {
+            "record": redacted.record,
+            "redacted_fields": redacted.redacted_fields,
+            "redaction_receipt_digest": redacted.receipt_digest,
+            "score": scored.score,
+            "rank": rank,
+        }
+
+    def _page(self, pinned: _Pinned, hits: list[Hit], args: SearchArgs) -> dict[str, Any]:
+        page = hits[pinned.offset:pinned.offset + args.limit]
+        more = len(hits) > pinned.offset + args.limit
+        packets = [self._packet(hit, pinned.offset + i + 1) for i, hit in enumerate(page)]
+        delivered = [hit[0].record_id for hit in hits]
+
+        def value(k: int, final: bool) -> dict[str, Any]:
+            return self._value(pinned, page[:k], packets[:k] if final else [],
+                               delivered[:pinned.offset + k], more or k < len(page), final)
+
+        _, result = fit_prefix(packets, lambda k: value(k, False), lambda k: value(k, True),
+                               args.max_packet_bytes)
+        try:
+            SearchValue.model_validate(result)
+        except ValidationError:
+            raise StoreUnavailable from None  # never hand out a value off the contract
+        return result
+
+    def _value(self, pinned: _Pinned, page: list[Hit], packets: list[dict[str, Any]],
+               delivered: list[str], has_more: bool, final: bool) -> dict[str, Any]:
+        value: dict[str, Any] = {
+            "records": packets,
+            "rank_receipt": self._receipt(pinned, page),
+        }
+        if has_more:
+            value["next_page_cursor"] = self._codec.encode(PageState(
+                scope=pinned.scope.key,
+                request_digest=pinned.request_digest,
+                profile_digest=self._config.config_digest,
+                system_as_of=pinned.system_as_of,
+                delivered_digest=delivered_digest(delivered),
+                offset=len(delivered),
+            ))
+        value["response_digest"] = response_digest(value) if final else _PLACEHOLDER_DIGEST
+        return value
+
+    def _receipt(self, pinned: _Pinned, page: list[Hit]) -> dict[str, Any]:
+        ids = [scored.record_id for scored, _ in page]
+        checked = [
+            {"record_id": row.record_id, "record_digest": row.record_digest,
+             "recorded_cursor": str(row.recorded_cursor)}
+            for _, row in page
+        ]
+        receipt: dict[str, Any] = {
+            "request_digest": pinned.request_digest,
+            "profile": self._config.profile,
+            "profile_version": self._config.version,
+            "config_digest": self._config.config_digest,
+            "valid_as_of": pinned.valid_as_of,
+            "system_as_of": str(pinned.system_as_of),
+            "candidate_count": pinned.candidate_count,
+            "ordered_ids_digest": digest(DigestKind.ORDERED_IDS, ids),
+            "revalidation_digest": digest(DigestKind.REVALIDATION_RECEIPT, {
+                "system_as_of": str(pinned.system_as_of),
+                "valid_as_of": pinned.valid_as_of,
+                "records": checked,
+            }),
+            "issued_at": pinned.valid_as_of,
+        }
+        receipt["receipt_digest"] = rank_receipt_digest(receipt)
+        return receipt

@@ -1,0 +1,1 @@
+"""Infra tier: CDK synthesis of the tenant stack, asserted offline."""

@@ -1,0 +1,215 @@
+"""Least privilege, read off the synthesized IAM: what each function can and cannot do."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from infra.names import FUNCTIONS, TOOL_FUNCTIONS
+from tests.infra.template_view import (
+    actions,
+    as_list,
+    function_logical_ids,
+    logical_id_of,
+    refers_to,
+    role_of,
+    statements_by_function,
+    statements_of_role,
+)
+
+if TYPE_CHECKING:
+    from tests.infra.conftest import Synthesized
+
+pytestmark = pytest.mark.infra
+
+WRITE_ACTIONS = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+                 "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem",
+                 "kms:Encrypt", "kms:GenerateDataKey", "kms:ReEncryptTo", "sqs:SendMessage",
+                 "events:PutEvents", "states:StartExecution", "lambda:InvokeFunction"}
+# Services whose actions reach data: their statements must name the resource.
+DATA_SERVICES = ("dynamodb:", "kms:", "sqs:", "states:", "lambda:", "secretsmanager:",
+                 "events:", "sns:")
+METADATA_ONLY = {"dynamodb:ListStreams"}
+
+
+def _lid(synthesized: Synthesized, cfn_type: str, part: str) -> str:
+    return logical_id_of(synthesized.template["Resources"], cfn_type, part)
+
+
+def _granting(synthesized: Synthesized, action: str, resource_lid: str) -> set[str]:
+    """The functions whose roles allow ``action`` on the resource."""
+    out = set()
+    for name, statements in statements_by_function(synthesized.template).items():
+        for s in statements:
+            if action in actions(s) and refers_to(s["Resource"], resource_lid):
+                out.add(name)
+    return out
+
+
+def _key_policy_principals(synthesized: Synthesized, action: str) -> list[Any]:
+    key = synthesized.template["Resources"][_lid(synthesized, "AWS::KMS::Key", "TenantKey")]
+    return [s["Principal"] for s in key["Properties"]["KeyPolicy"]["Statement"]
+            if action in as_list(s["Action"])]
+
+
+def test_search_and_get_can_only_read(synthesized: Synthesized) -> None:
+    by_function = statements_by_function(synthesized.template)
+    for name in ("search", "get"):
+        granted = set().union(*(actions(s) for s in by_function[name]))
+        assert granted & WRITE_ACTIONS == set(), name
+        assert {"dynamodb:GetItem", "dynamodb:Query"} <= granted
+
+
+def test_only_capture_can_generate_data_keys_under_the_tenant_key(
+        synthesized: Synthesized) -> None:
+    tenant_key = _lid(synthesized, "AWS::KMS::Key", "TenantKey")
+    assert _granting(synthesized, "kms:GenerateDataKey", tenant_key) == {"capture"}
+    capture_role = role_of(synthesized.template, "capture")
+    assert _key_policy_principals(synthesized, "kms:GenerateDataKey") == [
+        {"AWS": {"Fn::GetAtt": [capture_role, "Arn"]}}]
+
+
+def test_only_request_admission_can_decrypt_with_the_tenant_key(
+        synthesized: Synthesized) -> None:
+    tenant_key = _lid(synthesized, "AWS::KMS::Key", "TenantKey")
+    assert _granting(synthesized, "kms:Decrypt", tenant_key) == {"request_admission"}
+    admission_role = role_of(synthesized.template, "request_admission")
+    assert _key_policy_principals(synthesized, "kms:Decrypt") == [
+        {"AWS": {"Fn::GetAtt": [admission_role, "Arn"]}}]
+
+
+def test_the_tenant_key_policy_lets_the_account_administer_but_never_use_the_key(
+        synthesized: Synthesized) -> None:
+    key = synthesized.template["Resources"][_lid(synthesized, "AWS::KMS::Key", "TenantKey")]
+    statements = key["Properties"]["KeyPolicy"]["Statement"]
+    admin = [s for s in statements if s.get("Sid") == "KeyAdministrationOnly"]
+    assert len(admin) == 1
+    crypto = {"kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:CreateGrant",
+              "kms:ReEncryptFrom", "kms:ReEncryptTo", "kms:*"}
+    assert set(as_list(admin[0]["Action"])) & crypto == set()
+    assert len(statements) == 3  # administration, capture, admission: nobody else
+
+
+def test_tenant_key_use_requires_an_encryption_context(synthesized: Synthesized) -> None:
+    tenant_key = _lid(synthesized, "AWS::KMS::Key", "TenantKey")
+    for statements in statements_by_function(synthesized.template).values():
+        for s in statements:
+            if refers_to(s["Resource"], tenant_key):
+                assert s["Condition"] == {"Null": {"kms:EncryptionContextKeys": "false"}}
+
+
+def test_the_storage_key_is_usable_only_through_dynamodb(synthesized: Synthesized) -> None:
+    storage_key = _lid(synthesized, "AWS::KMS::Key", "StorageKey")
+    seen = 0
+    for statements in statements_by_function(synthesized.template).values():
+        for s in statements:
+            if refers_to(s["Resource"], storage_key):
+                seen += 1
+                via = s["Condition"]["StringEquals"]["kms:ViaService"]
+                assert "dynamodb." in str(via)
+    assert seen >= len(FUNCTIONS) - 1  # every function but the MCP endpoint
+
+
+def test_no_statement_grants_a_wildcard_action(synthesized: Synthesized) -> None:
+    for lid, r in synthesized.resources("AWS::IAM::Policy").items():
+        for s in r["Properties"]["PolicyDocument"]["Statement"]:
+            for action in actions(s):
+                assert action != "*" and not action.endswith(":*"), (lid, action)
+
+
+def test_no_data_statement_has_a_wildcard_resource(synthesized: Synthesized) -> None:
+    for lid, r in synthesized.resources("AWS::IAM::Policy").items():
+        for s in r["Properties"]["PolicyDocument"]["Statement"]:
+            data = {a for a in actions(s) if a.startswith(DATA_SERVICES)} - METADATA_ONLY
+            if data:
+                assert "*" not in as_list(s["Resource"]), (lid, sorted(data))
+
+
+def test_mcp_endpoint_can_invoke_the_six_tool_functions_and_nothing_else(
+        synthesized: Synthesized) -> None:
+    template = synthesized.template
+    functions = function_logical_ids(template)
+    statements = statements_of_role(template, role_of(template, "mcp_endpoint"))
+    invoke = [s for s in statements if "lambda:InvokeFunction" in actions(s)]
+    targets = {r["Fn::GetAtt"][0] for s in invoke for r in as_list(s["Resource"])}
+    assert targets == {functions[name] for name in TOOL_FUNCTIONS}
+    other = set().union(*(actions(s) for s in statements)) - {"lambda:InvokeFunction"}
+    assert {a for a in other if a.startswith(("dynamodb:", "kms:"))} == set()
+
+
+def test_mcp_endpoint_knows_each_tool_function_by_name(synthesized: Synthesized) -> None:
+    template = synthesized.template
+    functions = function_logical_ids(template)
+    env = template["Resources"][functions["mcp_endpoint"]]["Properties"]["Environment"]
+    for tool in TOOL_FUNCTIONS:
+        assert env["Variables"][f"ENGRAM_FUNCTION_{tool.upper()}"] == {"Ref": functions[tool]}
+
+
+def test_host_api_drives_the_gate_and_delegates_adjudication_to_admission(
+        synthesized: Synthesized) -> None:
+    template = synthesized.template
+    machine = _lid(synthesized, "AWS::StepFunctions::StateMachine", "ConfirmationGate")
+    statements = statements_of_role(template, role_of(template, "host_api"))
+    by_action = {a: s for s in statements for a in actions(s)}
+    for action in ("states:StartExecution", "states:SendTaskSuccess", "states:SendTaskFailure"):
+        assert by_action[action]["Resource"] == {"Ref": machine}
+    invoke = by_action["lambda:InvokeFunction"]["Resource"]
+    assert as_list(invoke) == [
+        {"Fn::GetAtt": [function_logical_ids(template)["request_admission"], "Arn"]}]
+    for s in statements:
+        if any(a.startswith("dynamodb:") for a in actions(s)):
+            assert s["Condition"] == {
+                "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["CONF#*"]}}
+
+
+def test_confirmation_notifier_writes_only_confirmation_items_and_host_events(
+        synthesized: Synthesized) -> None:
+    template = synthesized.template
+    bus = _lid(synthesized, "AWS::Events::EventBus", "HostEventBus")
+    statements = statements_of_role(template, role_of(template, "confirmation_notifier"))
+    for s in statements:
+        if any(a.startswith("dynamodb:") for a in actions(s)):
+            assert s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] == [
+                "CONF#*"]
+        if "events:PutEvents" in actions(s):
+            assert refers_to(s["Resource"], bus)
+    assert any("sqs:ReceiveMessage" in actions(s) for s in statements)
+
+
+def test_only_the_shredding_functions_delete_wrapped_keys(synthesized: Synthesized) -> None:
+    key_table = _lid(synthesized, "AWS::DynamoDB::Table", "KeyTable")
+    assert _granting(synthesized, "dynamodb:DeleteItem", key_table) == {
+        "request_admission", "withdraw"}
+    assert _granting(synthesized, "dynamodb:PutItem", key_table) == {"capture"}
+
+
+def test_only_the_projector_writes_the_search_projection(synthesized: Synthesized) -> None:
+    projection = _lid(synthesized, "AWS::DynamoDB::Table", "ProjectionTable")
+    for action in ("dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"):
+        assert _granting(synthesized, action, projection) == {"projector"}
+
+
+def test_only_search_reads_the_page_cursor_secret(synthesized: Synthesized) -> None:
+    secret = _lid(synthesized, "AWS::SecretsManager::Secret", "PageCursorSecret")
+    assert _granting(synthesized, "secretsmanager:GetSecretValue", secret) == {"search"}
+    search = synthesized.template["Resources"][
+        function_logical_ids(synthesized.template)["search"]]
+    assert search["Properties"]["Environment"]["Variables"][
+        "ENGRAM_PAGE_CURSOR_SECRET_ARN"] == {"Ref": secret}
+
+
+def test_each_function_writes_logs_to_its_own_log_group_only(synthesized: Synthesized) -> None:
+    template = synthesized.template
+    for name, fn_lid in function_logical_ids(template).items():
+        log_group = template["Resources"][fn_lid]["Properties"]["LoggingConfig"]["LogGroup"]
+        statements = statements_of_role(template, role_of(template, name))
+        log_statements = [s for s in statements if "logs:PutLogEvents" in actions(s)]
+        assert [s["Resource"] for s in log_statements] == [
+            {"Fn::GetAtt": [log_group["Ref"], "Arn"]}], name
+
+
+def test_no_function_role_carries_a_managed_policy(synthesized: Synthesized) -> None:
+    for name in FUNCTIONS:
+        role = synthesized.template["Resources"][role_of(synthesized.template, name)]
+        assert "ManagedPolicyArns" not in role["Properties"], name

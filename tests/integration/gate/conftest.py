@@ -1,0 +1,126 @@
+"""A real moto server with Step Functions execution on, shared by the gate tests.
+
+The workflow's DynamoDB and SQS integrations call back to ``localhost:$MOTO_PORT``, so
+these tests use a ThreadedMotoServer on a free 127.0.0.1 port (module-scoped: starting it
+costs more than the tests). The tenant's tables, KMS key, confirmation queue and state
+machine are created through the very provisioning code the local service uses, and the
+local queue pump runs in a thread, feeding the real queue-consumer code.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from engram_memory.adapters.provisioning import create_tables, create_tenant_key
+from engram_memory.local.gate_setup import create_gate_resources
+from engram_memory.local.moto_server import start_moto
+from engram_memory.local.queue_pump import run_queue_pump
+from engram_memory.local.tokens import (
+    generate_host_key,
+    mint_agent_token,
+    mint_maintainer_token,
+    public_pem,
+)
+from engram_memory.settings import Settings
+
+from tests.integration.conftest import BASE_ENV, REGION
+
+WINDOW_SECONDS = 3
+ISSUER = "https://host.example.test"
+AUDIENCE = "engram-memory-gate-tests"
+_HOST_KEY = generate_host_key()
+
+
+@dataclass
+class GateEnv:
+    """Handles on the moto server the gate tests share."""
+
+    url: str
+    settings: Settings
+    dynamodb: Any
+    stepfunctions: Any
+    sqs: Any
+
+    def confirmation_item(self, workspace_id: str, ref: str) -> dict[str, Any] | None:
+        """The raw confirmation item, if any."""
+        response = self.dynamodb.get_item(
+            TableName=self.settings.table_name, ConsistentRead=True,
+            Key={"pk": {"S": f"CONF#{self.settings.tenant_id}#{workspace_id}"},
+                 "sk": {"S": f"REF#{ref}"}},
+        )
+        item: dict[str, Any] | None = response.get("Item")
+        return item
+
+    def wait_for_state(self, workspace_id: str, ref: str, state: str, timeout_s: float = 10.0
+                       ) -> dict[str, Any]:
+        """Poll the item until it reaches ``state`` (the workflow runs asynchronously)."""
+        deadline = time.monotonic() + timeout_s
+        item = self.confirmation_item(workspace_id, ref)
+        while time.monotonic() < deadline:
+            if item is not None and item["state"]["S"] == state:
+                return item
+            time.sleep(0.1)
+            item = self.confirmation_item(workspace_id, ref)
+        raise AssertionError(f"confirmation never reached {state}: {item and item['state']}")
+
+    def maintainer_token(self, **overrides: Any) -> str:
+        """A host-operator token (``perm`` read + maintain) for this deployment."""
+        claims: dict[str, Any] = {"issuer": ISSUER, "audience": AUDIENCE,
+                                  "tenant": self.settings.tenant_id, "now": time.time()}
+        claims.update(overrides)
+        return mint_maintainer_token(_HOST_KEY, **claims)
+
+    def agent_token(self, workspace: str, **overrides: Any) -> str:
+        """An agent-path token for this deployment (all six tools granted)."""
+        claims: dict[str, Any] = {
+            "issuer": ISSUER, "audience": AUDIENCE, "tenant": self.settings.tenant_id,
+            "workspace": workspace, "purpose_ref": "purpose:engineering-notes",
+            "capabilities": ["search", "get", "capture", "request_admission", "withdraw",
+                             "forget"],
+            "now": time.time(),
+        }
+        claims.update(overrides)
+        return mint_agent_token(_HOST_KEY, **claims)
+
+
+@pytest.fixture(scope="module")
+def gate_env() -> Iterator[GateEnv]:
+    """Server + provisioned tenant + gate resources + queue pump, for one test module."""
+    patch = pytest.MonkeyPatch()
+    moto_env: dict[str, str] = {}
+    # The local service's own starter: free loopback port, MOTO_PORT, execution on.
+    moto = start_moto(moto_env)
+    url = moto.url
+    stop = threading.Event()
+    try:
+        for name, value in {**BASE_ENV, **moto_env}.items():
+            patch.setenv(name, value)
+        patch.setenv("ENGRAM_CONFIRMATION_WINDOW_SECONDS", str(WINDOW_SECONDS))
+        patch.delenv("ENGRAM_CONFIRMATION_EVENT_BUS", raising=False)
+        patch.setenv("ENGRAM_HOST_ISSUER", ISSUER)
+        patch.setenv("ENGRAM_AUDIENCE", AUDIENCE)
+        patch.setenv("ENGRAM_HOST_PUBLIC_KEY_PEM", public_pem(_HOST_KEY))
+        clients = {name: boto3.client(name, region_name=REGION, endpoint_url=url)
+                   for name in ("dynamodb", "kms", "stepfunctions", "sqs")}
+        patch.setenv("ENGRAM_KMS_KEY_ID", create_tenant_key(clients["kms"]))
+        settings = Settings.from_env()
+        create_tables(clients["dynamodb"], settings)
+        for name, value in create_gate_resources(
+            clients["stepfunctions"], clients["sqs"], settings
+        ).items():
+            patch.setenv(name, value)
+        settings = Settings.from_env()
+        pump = threading.Thread(target=run_queue_pump, args=(settings, stop), daemon=True)
+        pump.start()
+        yield GateEnv(url=url, settings=settings, dynamodb=clients["dynamodb"],
+                      stepfunctions=clients["stepfunctions"], sqs=clients["sqs"])
+    finally:
+        stop.set()
+        patch.undo()
+        moto.stop()

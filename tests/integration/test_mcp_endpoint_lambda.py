@@ -1,0 +1,120 @@
+"""The MCP endpoint Lambda fed API Gateway HTTP API v2 events, in one warm container."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ed25519
+from engram_memory.local.tokens import mint_agent_token, public_pem
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = ROOT / "tests" / "events"
+KEY = ed25519.Ed25519PrivateKey.generate()
+ISSUER = "https://host.example"
+AUDIENCE = "engram-fixture"
+
+
+@dataclass
+class FakeLambdaContext:
+    function_name: str = "engram-mcp-endpoint"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:engram-mcp-endpoint"
+    aws_request_id: str = "req-1"
+
+
+@pytest.fixture
+def handler(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    env = {
+        "ENGRAM_TENANT_ID": "t1", "ENGRAM_WORKSPACE_IDS": "ws1",
+        "ENGRAM_TABLE_NAME": "main", "ENGRAM_KEY_TABLE_NAME": "keys",
+        "ENGRAM_PROJECTION_TABLE_NAME": "projection", "ENGRAM_HOST_ISSUER": ISSUER,
+        "ENGRAM_AUDIENCE": AUDIENCE, "ENGRAM_HOST_PUBLIC_KEY_PEM": public_pem(KEY),
+        "AWS_DEFAULT_REGION": "eu-west-1", "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing", "POWERTOOLS_TRACE_DISABLED": "1",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    for name in ("ENGRAM_ALLOWED_HOSTS", "ENGRAM_RESOURCE_URL", "ENGRAM_FUNCTION_SEARCH"):
+        monkeypatch.delenv(name, raising=False)
+    spec = importlib.util.spec_from_file_location(
+        "mcp_endpoint_handler_under_test", ROOT / "functions" / "mcp_endpoint" / "handler.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.reset_wiring()
+    return module
+
+
+def event(name: str, capabilities: tuple[str, ...] = ("search", "get")) -> dict[str, Any]:
+    text = (EVENTS / f"apigw_mcp_{name}.json").read_text()
+    token = mint_agent_token(
+        KEY, issuer=ISSUER, audience=AUDIENCE, tenant="t1", workspace="ws1",
+        purpose_ref="purpose:fixture", capabilities=capabilities, now=time.time(),
+    )
+    loaded: dict[str, Any] = json.loads(text.replace("{{TOKEN}}", token))
+    return loaded
+
+
+def call(handler: ModuleType, ev: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    response = handler.lambda_handler(ev, FakeLambdaContext())
+    return response["statusCode"], json.loads(response["body"])
+
+
+def test_two_legacy_calls_work_in_one_warm_container(handler: ModuleType) -> None:
+    status, body = call(handler, event("legacy_initialize"))
+    assert status == 200
+    assert body["result"]["serverInfo"]["name"] == "engram-memory"
+    status, body = call(handler, event("legacy_tools_list"))
+    assert status == 200
+    assert [t["name"] for t in body["result"]["tools"]] == [
+        "engram_memory_search", "engram_memory_get"]
+
+
+def test_modern_era_calls_work_repeatedly_in_one_warm_container(handler: ModuleType) -> None:
+    for _ in range(2):
+        status, body = call(handler, event("modern_tools_list", ("capture",)))
+        assert status == 200
+        assert [t["name"] for t in body["result"]["tools"]] == ["engram_memory_capture"]
+
+
+def test_a_tool_call_whose_function_cannot_be_invoked_is_a_retriable_envelope(
+    handler: ModuleType,
+) -> None:
+    status, body = call(handler, event("modern_tools_call"))
+    assert status == 200
+    result = body["result"]
+    assert result["isError"] is True
+    assert result["structuredContent"]["error"]["code"] == "STORE_UNAVAILABLE"
+    assert result["structuredContent"]["error"]["retriable"] is True
+    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+
+
+def test_a_request_without_the_host_token_is_refused_with_32603(handler: ModuleType) -> None:
+    ev = event("modern_tools_list")
+    del ev["headers"]["authorization"]
+    _, body = call(handler, ev)
+    assert body["error"] == {"code": -32603, "message": "Trusted invocation context unavailable"}
+
+
+def test_a_request_for_another_host_name_is_refused(handler: ModuleType) -> None:
+    ev = event("legacy_tools_list")
+    ev["headers"]["host"] = "evil.example"
+    response = handler.lambda_handler(ev, FakeLambdaContext())
+    assert response["statusCode"] in (400, 403, 421)
+
+
+def test_the_protected_resource_metadata_names_the_host_issuer(handler: ModuleType) -> None:
+    status, body = call(handler, event("well_known"))
+    assert status == 200
+    assert body["resource"] == "https://abc123.execute-api.eu-west-1.amazonaws.com/mcp"
+    assert body["authorization_servers"] == [ISSUER]
+    assert body["bearer_methods_supported"] == ["header"]

@@ -1,0 +1,1 @@
+"""Helpers shared by every test tier (events, AWS fixtures)."""
