@@ -27,14 +27,15 @@ FUNCTIONS: Final = (
 )
 
 # Powertools metrics: one namespace per deployment; gated tools count refused confirmations.
+# engram_memory.runtime: every tool emits ``error.<code>`` under one service dimension.
 METRICS_NAMESPACE: Final = "EngramMemory"
-GATE_FAILURE_METRIC: Final = "GateFailures"
-GATED_FUNCTIONS: Final = ("capture", "request_admission", "withdraw", "forget")
+TOOL_SERVICE_NAME: Final = "engram-memory"
+GATE_FAILURE_METRIC: Final = "error.gate_failed"
 
 # Environment variables the stack sets beyond engram_memory.settings (read by named handlers).
 ENV_FUNCTION_PREFIX: Final = "ENGRAM_FUNCTION_"  # mcp_endpoint, host_api: tool function names
-ENV_PAGE_CURSOR_SECRET_ARN: Final = "ENGRAM_PAGE_CURSOR_SECRET_ARN"  # search only
-ENV_HOST_EVENT_BUS_NAME: Final = "ENGRAM_HOST_EVENT_BUS_NAME"  # confirmation_notifier only
+ENV_PAGE_CURSOR_SECRET_ARN: Final = "ENGRAM_PAGE_CURSOR_SECRET_ARN"  # noqa: S105 (a name)
+ENV_HOST_EVENT_BUS_NAME: Final = "ENGRAM_CONFIRMATION_EVENT_BUS"  # confirmation_notifier only
 
 # HTTP API routes.
 ROUTE_MCP: Final = "POST /mcp"

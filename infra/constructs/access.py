@@ -104,9 +104,8 @@ class AccessGrants:
             iam.PolicyStatement(actions=["states:StartExecution"], resources=[machine]),
             iam.PolicyStatement(actions=["states:SendTaskSuccess", "states:SendTaskFailure"],
                                 resources=[machine]),
-            table_statement(self._storage.main, (
-                "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem", "dynamodb:UpdateItem",
-            ), leading_keys=CONFIRMATION_KEYS),
+            table_statement(self._storage.main, ("dynamodb:GetItem", "dynamodb:UpdateItem"),
+                            leading_keys=CONFIRMATION_KEYS),
             self._keys.storage_statement(write=True),
             # Adjudication runs in request_admission, the one function that may Decrypt.
             iam.PolicyStatement(actions=["lambda:InvokeFunction"],

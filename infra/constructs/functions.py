@@ -18,7 +18,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.constructs.retention import retention
-from infra.names import FUNCTIONS, METRICS_NAMESPACE
+from infra.names import FUNCTIONS, METRICS_NAMESPACE, TOOL_FUNCTIONS, TOOL_SERVICE_NAME
 from infra.package import REPO_ROOT, packaged_layer_dir, stage_source
 
 if TYPE_CHECKING:
@@ -61,7 +61,9 @@ SPECS: Final = {
 
 
 def service_name(function: str) -> str:
-    """The Powertools service name (and metrics ``service`` dimension) of a function."""
+    """The Powertools service name of a function (the tools share the runtime's name)."""
+    if function in TOOL_FUNCTIONS:
+        return TOOL_SERVICE_NAME
     return f"engram-{function.replace('_', '-')}"
 
 

@@ -29,6 +29,10 @@ KEY_ADMIN_ACTIONS = (
 )
 
 
+# The encryption context of a candidate (engram_memory.domain.records.encryption_context).
+CONTEXT_KEYS = ("tenant", "workspace", "candidate_id")
+
+
 class TenantKeys(Construct):
     """Builds the tenant envelope key and the storage key; grants their narrow uses."""
 
@@ -87,10 +91,17 @@ class TenantKeys(Construct):
         """Let one role unwrap candidate data keys (always with an encryption context)."""
         self._allow(role, "AdmissionDecryptsDataKeys", "kms:Decrypt")
 
+    def encryption_context_conditions(self) -> dict[str, dict[str, object]]:
+        """Only this tenant's candidate contexts (engram_memory.domain.records)."""
+        return {
+            "StringEquals": {"kms:EncryptionContext:tenant": self._config.tenant_id},
+            "ForAllValues:StringEquals": {"kms:EncryptionContextKeys": list(CONTEXT_KEYS)},
+        }
+
     def _allow(self, role: iam.IRole, sid: str, action: str) -> None:
-        # The adapter always binds tenant, workspace and candidate id in the encryption
-        # context; a call without any context is refused by both policies.
-        conditions = {"Null": {"kms:EncryptionContextKeys": "false"}}
+        # The adapter binds tenant, workspace and candidate id in the encryption context;
+        # a call for another tenant, or without a context, is refused by both policies.
+        conditions = self.encryption_context_conditions()
         self.tenant_key.add_to_resource_policy(iam.PolicyStatement(
             sid=sid, principals=[role], actions=[action], resources=["*"],
             conditions=conditions,

@@ -16,6 +16,7 @@ from botocore.config import Config
 
 from engram_memory.adapters.clock import SystemClock
 from engram_memory.adapters.crypto.aead import AesGcmSealer
+from engram_memory.adapters.dynamodb.confirmations import DynamoConfirmationGate
 from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore
 from engram_memory.adapters.dynamodb.record_reader import DynamoRecordReader
 from engram_memory.adapters.dynamodb.store import DynamoMemoryStore
@@ -23,7 +24,6 @@ from engram_memory.adapters.kms.key_vault import KmsKeyVault
 from engram_memory.services.admission import AdmissionService
 from engram_memory.services.capture import CaptureLimits, CaptureService
 from engram_memory.services.forget import ForgetService
-from engram_memory.services.gates import RefusingGate
 from engram_memory.services.get import GetService
 from engram_memory.services.paging import PageCursorCodec
 from engram_memory.services.policy import AssertedEvidenceVerifier, SettingsAdmissionPolicy
@@ -98,8 +98,9 @@ def _port(name: str, default: Any) -> Any:
 
 
 def _gate() -> Any:
-    # Fail closed until a gate that can approve is wired: gated tools never run ungated.
-    return _port("gate", RefusingGate())
+    # The Step Functions confirmation gate (docs/confirmation.md): a gated tool's commit
+    # consumes the human approval named by the host context, or fails with gate_failed.
+    return _port("gate", DynamoConfirmationGate(settings().table_name))
 
 
 def _policy() -> Any:

@@ -12,6 +12,7 @@ Log lines carry ``tool``, ``audit_id`` and ``token_id`` only: never arguments or
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -38,6 +39,11 @@ METRICS_NAMESPACE = "EngramMemory"
 logger = Logger(service=SERVICE_NAME)
 tracer = Tracer(service=SERVICE_NAME)
 metrics = Metrics(service=SERVICE_NAME, namespace=METRICS_NAMESPACE)
+
+# botocore logs request and response bodies at DEBUG (arguments, KMS plaintext keys):
+# whatever level an operator picks, those loggers stay at WARNING in a tool Lambda.
+for _noisy in ("botocore", "boto3", "urllib3", "s3transfer"):
+    logging.getLogger(_noisy).setLevel(logging.WARNING)
 
 ToolService = Callable[[InvocationContext, BaseModel], Mapping[str, Any]]
 """A use case: (verified context, validated argument model) → the tool's ``value``."""

@@ -39,6 +39,8 @@ class Settings:
     # Redaction: top-level record fields an agent may see (record_id always stays).
     redaction_allowlist: tuple[str, ...] = field(default_factory=tuple)
     page_cursor_secret: str = ""
+    # In AWS the stack passes the Secrets Manager ARN instead; resolved once per container.
+    page_cursor_secret_arn: str = ""
     state_machine_arn: str = ""
     confirmation_queue_url: str = ""
     endpoint_url: str | None = None  # local mode: the moto server
@@ -66,6 +68,7 @@ class Settings:
             reconciliation_families=_csv(e.get("ENGRAM_RECONCILIATION_FAMILIES", "")),
             redaction_allowlist=_csv(e.get("ENGRAM_REDACTION_ALLOWLIST", "")),
             page_cursor_secret=e.get("ENGRAM_PAGE_CURSOR_SECRET", ""),
+            page_cursor_secret_arn=e.get("ENGRAM_PAGE_CURSOR_SECRET_ARN", ""),
             state_machine_arn=e.get("ENGRAM_STATE_MACHINE_ARN", ""),
             confirmation_queue_url=e.get("ENGRAM_CONFIRMATION_QUEUE_URL", ""),
             endpoint_url=e.get("ENGRAM_AWS_ENDPOINT_URL") or None,

@@ -32,7 +32,7 @@ def function_logical_ids(template: dict[str, Any]) -> dict[str, str]:
 def role_of(template: dict[str, Any], function: str) -> str:
     """The logical id of a function's role."""
     fn = template["Resources"][function_logical_ids(template)[function]]
-    return fn["Properties"]["Role"]["Fn::GetAtt"][0]
+    return str(fn["Properties"]["Role"]["Fn::GetAtt"][0])
 
 
 def statements_of_role(template: dict[str, Any], role_lid: str) -> list[dict[str, Any]]:

@@ -91,12 +91,28 @@ def test_the_tenant_key_policy_lets_the_account_administer_but_never_use_the_key
     assert len(statements) == 3  # administration, capture, admission: nobody else
 
 
-def test_tenant_key_use_requires_an_encryption_context(synthesized: Synthesized) -> None:
+def test_tenant_key_use_requires_this_tenants_encryption_context(
+        synthesized: Synthesized) -> None:
     tenant_key = _lid(synthesized, "AWS::KMS::Key", "TenantKey")
     for statements in statements_by_function(synthesized.template).values():
         for s in statements:
             if refers_to(s["Resource"], tenant_key):
-                assert s["Condition"] == {"Null": {"kms:EncryptionContextKeys": "false"}}
+                assert s["Condition"] == {
+                    "StringEquals": {"kms:EncryptionContext:tenant": "example-tenant"},
+                    "ForAllValues:StringEquals": {
+                        "kms:EncryptionContextKeys": ["tenant", "workspace", "candidate_id"]},
+                }
+
+
+def test_the_key_policy_conditions_match_the_domain_encryption_context() -> None:
+    from engram_memory.domain.context import Scope
+    from engram_memory.domain.records import encryption_context
+
+    from infra.constructs.keys import CONTEXT_KEYS
+
+    context = encryption_context(Scope("example-tenant", "default"), "cand_1")
+    assert tuple(context) == CONTEXT_KEYS
+    assert context["tenant"] == "example-tenant"
 
 
 def test_the_storage_key_is_usable_only_through_dynamodb(synthesized: Synthesized) -> None:
@@ -115,7 +131,8 @@ def test_no_statement_grants_a_wildcard_action(synthesized: Synthesized) -> None
     for lid, r in synthesized.resources("AWS::IAM::Policy").items():
         for s in r["Properties"]["PolicyDocument"]["Statement"]:
             for action in actions(s):
-                assert action != "*" and not action.endswith(":*"), (lid, action)
+                assert action != "*", lid
+                assert not action.endswith(":*"), (lid, action)
 
 
 def test_no_data_statement_has_a_wildcard_resource(synthesized: Synthesized) -> None:

@@ -17,7 +17,10 @@ def parse_instant(value: str) -> int:
     """Epoch milliseconds of a canonical instant; ValueError when it is not canonical."""
     if len(value) != 24 or not value.endswith("Z") or value[19] != ".":
         raise ValueError("not a canonical instant")
-    moment = datetime.strptime(value[:19], _FORMAT).replace(tzinfo=UTC)
+    try:
+        moment = datetime.strptime(value[:19], _FORMAT).replace(tzinfo=UTC)
+    except ValueError:
+        raise ValueError("not a canonical instant") from None
     millis = value[20:23]
     if not millis.isascii() or not millis.isdigit():
         raise ValueError("not a canonical instant")

@@ -72,5 +72,7 @@ def start_moto(environ: MutableMapping[str, str] | None = None) -> MotoService:
     url = f"http://{LOOPBACK}:{port}"
     target = os.environ if environ is None else environ
     target.update(aws_environment(url, port, target.get("AWS_REGION", DEFAULT_REGION)))
+    # Metrics would print one EMF JSON line per call to the console; opt back in if wanted.
+    target.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     _post_json(url + "/moto-api/config", {"stepfunctions": {"execute_state_machine": True}})
     return MotoService(server=server, url=url, port=port)

@@ -105,6 +105,7 @@ class RunningService:
             state.save_snapshot(self.home, self.settings)
         self.moto.stop()
         self.sock.close()
+        _reset_wiring()
 
 
 def _optional(module: str, name: str) -> Any | None:
@@ -128,6 +129,13 @@ def _environment(config: LocalConfig, identity: state.LocalIdentity, pem: str) -
         "ENGRAM_HOST_PUBLIC_KEY_PEM": pem,
         "ENGRAM_PAGE_CURSOR_SECRET": identity.page_cursor_secret,
     }
+
+
+def _reset_wiring() -> None:
+    """Drop the handlers' per-process cached clients (they must see this moto server)."""
+    reset = _optional("engram_memory.bootstrap", "reset")
+    if reset is not None:
+        reset()
 
 
 def _provision(home: Path, restore: bool) -> None:
@@ -191,6 +199,7 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     moto = start_moto()
     os.environ.update(_environment(config, identity, public_pem(key)))
     _provision(home, restore=config.data_dir is not None)
+    _reset_wiring()
     settings = Settings.from_env()
     stop_event = threading.Event()
     threads = _start_pumps(settings, stop_event)

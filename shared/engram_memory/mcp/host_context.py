@@ -15,13 +15,16 @@ import logging
 import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
 from engram_memory.domain.context import InvocationContext, Scope, Tool
+
+if TYPE_CHECKING:
+    from engram_memory.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -95,7 +98,7 @@ class HostTokenVerifier:
         return ["EdDSA"] if isinstance(self.public_key, ed25519.Ed25519PublicKey) else ["ES256"]
 
 
-def verifier_from_settings(settings: Any, clock: Clock) -> HostTokenVerifier:
+def verifier_from_settings(settings: Settings, clock: Clock) -> HostTokenVerifier:
     """A verifier for the deployment described by ``settings`` (engram_memory.settings)."""
     return HostTokenVerifier.from_pem(
         settings.host_public_key_pem,

@@ -17,6 +17,7 @@ from typing import Any
 
 import boto3
 import pytest
+from engram_memory import bootstrap
 from engram_memory.adapters.provisioning import create_tables, create_tenant_key
 from engram_memory.local.gate_setup import create_gate_resources
 from engram_memory.local.moto_server import start_moto
@@ -29,6 +30,7 @@ from engram_memory.local.tokens import (
 )
 from engram_memory.settings import Settings
 
+from functions.host_api import handler as host_api_handler
 from tests.integration.conftest import BASE_ENV, REGION
 
 WINDOW_SECONDS = 3
@@ -89,6 +91,11 @@ class GateEnv:
         return mint_agent_token(_HOST_KEY, **claims)
 
 
+def _reset_wiring() -> None:
+    bootstrap.reset()
+    host_api_handler.reset_wiring()
+
+
 @pytest.fixture(scope="module")
 def gate_env() -> Iterator[GateEnv]:
     """Server + provisioned tenant + gate resources + queue pump, for one test module."""
@@ -116,11 +123,13 @@ def gate_env() -> Iterator[GateEnv]:
         ).items():
             patch.setenv(name, value)
         settings = Settings.from_env()
+        _reset_wiring()
         pump = threading.Thread(target=run_queue_pump, args=(settings, stop), daemon=True)
         pump.start()
         yield GateEnv(url=url, settings=settings, dynamodb=clients["dynamodb"],
                       stepfunctions=clients["stepfunctions"], sqs=clients["sqs"])
     finally:
+        _reset_wiring()
         stop.set()
         patch.undo()
         moto.stop()

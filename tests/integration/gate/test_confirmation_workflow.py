@@ -52,6 +52,12 @@ def _consume(gate_env: GateEnv, ref: str | None, *, tool: Tool = Tool.WITHDRAW,
     gate_env.dynamodb.transact_write_items(TransactItems=[element])
 
 
+def _execution_status(gate_env: GateEnv, ref: str) -> str:
+    machine = gate_env.settings.state_machine_arn
+    execution = machine.replace(":stateMachine:", ":execution:") + ":" + ref
+    return str(gate_env.stepfunctions.describe_execution(executionArn=execution)["status"])
+
+
 def _is_cancelled(exc: ClientError) -> bool:
     return exc.response["Error"]["Code"] == "TransactionCanceledException"
 
@@ -102,6 +108,7 @@ def test_a_consumed_confirmation_is_left_consumed_when_the_window_closes(
     _consume(gate_env, ref)
     time.sleep(WINDOW_SECONDS + 1.5)
     assert service.show(scope, ref).state.value == "consumed"
+    assert _execution_status(gate_env, ref) == "SUCCEEDED"
 
 
 def test_an_unused_approval_expires_when_its_window_closes(
@@ -109,6 +116,8 @@ def test_an_unused_approval_expires_when_its_window_closes(
 ) -> None:
     ref = _approved(service, scope)
     gate_env.wait_for_state(WORKSPACE_ID, ref, "expired", timeout_s=WINDOW_SECONDS + 5)
+    time.sleep(0.5)
+    assert _execution_status(gate_env, ref) == "SUCCEEDED"
     with pytest.raises(ClientError) as late:
         _consume(gate_env, ref)
     assert _is_cancelled(late.value)

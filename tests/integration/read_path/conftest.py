@@ -9,7 +9,6 @@ projector handler. Time is a controllable clock shared by every service.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,9 +47,12 @@ class ManualClock:
         return self.now
 
 
-def payload_args(text: str, key: str, **payload_changes: Any) -> dict[str, Any]:
+def payload_args(text: str, key: str, decision_text: str | None = None,
+                 **payload_changes: Any) -> dict[str, Any]:
     """Capture arguments with a distinct context text and idempotency key."""
     args = valid_capture_args(text=text, idempotency_key=key)
+    if decision_text is not None:
+        args = valid_capture_args(text=text, idempotency_key=key, decision_text=decision_text)
     args["payload"].update(copy.deepcopy(payload_changes))
     return args
 
@@ -64,22 +66,27 @@ class ReadPath:
     handlers: dict[str, Any] = field(default_factory=dict)
     counter: int = 0
 
+    def handler(self, name: str) -> Any:
+        """``lambda_handler`` of ``functions/<name>/handler.py``."""
+        handler = self.handlers.get(name)
+        if handler is None:
+            handler = load_handler(default_functions_dir(), name)
+            assert handler is not None
+            self.handlers[name] = handler
+        return handler
+
     def call(self, tool: Tool, args: dict[str, Any], **ctx: Any) -> dict[str, Any]:
         """Invoke ``functions/<tool>/handler.py`` with an internal event; the envelope."""
-        handler = self.handlers.get(tool.value)
-        if handler is None:
-            handler = load_handler(default_functions_dir(), tool.value)
-            assert handler is not None
-            self.handlers[tool.value] = handler
-        envelope: dict[str, Any] = handler(make_event(tool, args, **ctx),
-                                           LocalLambdaContext(function_name=tool.value))
+        envelope: dict[str, Any] = self.handler(tool.value)(
+            make_event(tool, args, **ctx), LocalLambdaContext(function_name=tool.value))
         return envelope
 
-    def admit(self, text: str, **payload_changes: Any) -> str:
+    def admit(self, text: str, decision_text: str | None = None, **payload_changes: Any) -> str:
         """Capture + request admission (policy accepts); the new record id."""
         self.counter += 1
         key = f"read-path-capture-{self.counter:04d}"
-        captured = self.call(Tool.CAPTURE, payload_args(text, key, **payload_changes))
+        captured = self.call(Tool.CAPTURE,
+                             payload_args(text, key, decision_text, **payload_changes))
         assert captured["ok"], captured
         candidate_id = captured["output"]["value"]["candidate_id"]
         admitted = self.call(Tool.REQUEST_ADMISSION, {
@@ -89,6 +96,23 @@ class ReadPath:
         outcome = admitted["output"]["value"]["outcome"]
         assert outcome["status"] == "accepted", outcome
         return str(outcome["record_id"])
+
+    def call_capture_only(self, text: str) -> dict[str, Any]:
+        """Capture without asking for admission (the candidate stays pending)."""
+        self.counter += 1
+        return self.call(Tool.CAPTURE, payload_args(text, f"read-path-pending-{self.counter:04d}"))
+
+    def call_search_with_purpose(self, query: str, purpose_ref: str) -> dict[str, Any]:
+        """Search whose argument purpose differs from the host-bound one."""
+        return self.call(Tool.SEARCH, {"query": query, "purpose_ref": purpose_ref})
+
+    def record_item(self, record_id: str) -> dict[str, Any]:
+        """The raw main-table record item."""
+        s = self.aws.settings
+        item = self.aws.dynamodb.get_item(TableName=s.table_name, ConsistentRead=True, Key={
+            "pk": {"S": f"SCOPE#{s.tenant_id}#ws-main"}, "sk": {"S": f"REC#{record_id}"},
+        })["Item"]
+        return dict(item)
 
     def forget(self, record_id: str) -> dict[str, Any]:
         """Forget with a human approval already recorded for exactly this call."""
@@ -114,9 +138,23 @@ class ReadPath:
         """engram_memory_search with the default purpose."""
         return self.call(Tool.SEARCH, {"query": query, "purpose_ref": PURPOSE_REF, **args})
 
+    def call_search(self, args: dict[str, Any], **ctx: Any) -> dict[str, Any]:
+        """engram_memory_search with the default purpose and context overrides."""
+        return self.call(Tool.SEARCH, {"purpose_ref": PURPOSE_REF, **args}, **ctx)
+
+    def call_get(self, args: dict[str, Any], **ctx: Any) -> dict[str, Any]:
+        """engram_memory_get with the default purpose and context overrides."""
+        return self.call(Tool.GET, {"purpose_ref": PURPOSE_REF, **args}, **ctx)
+
     def get(self, record_id: str, **ctx: Any) -> dict[str, Any]:
         """engram_memory_get with the default purpose."""
         return self.call(Tool.GET, {"record_id": record_id, "purpose_ref": PURPOSE_REF}, **ctx)
+
+    def rewire(self) -> None:
+        """Re-apply the test ports after the environment changed (bootstrap was reset)."""
+        bootstrap.override(clock=self.clock,
+                           gate=DynamoConfirmationGate(self.aws.settings.table_name))
+        self.handlers.clear()
 
     def project(self) -> int:
         """Run the projector until the stream is empty."""
@@ -136,8 +174,8 @@ def error_code(envelope: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def read_path(aws: AwsEnv) -> Iterator[ReadPath]:
+def read_path(aws: AwsEnv) -> ReadPath:
     """Handlers wired with a manual clock and the real DynamoDB confirmation gate."""
-    clock = ManualClock()
-    bootstrap.override(clock=clock, gate=DynamoConfirmationGate(aws.settings.table_name))
-    yield ReadPath(aws=aws, clock=clock)
+    path = ReadPath(aws=aws, clock=ManualClock())
+    path.rewire()
+    return path

@@ -8,8 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram_memory import bootstrap
+from engram_memory.contract.validation import canonical_arguments, validate_arguments
 from engram_memory.domain.context import InvocationContext, Scope, Tool
 from engram_memory.domain.errors import GateFailed
+from engram_memory.domain.intent import operation_digest
+
 from functions.capture.handler import lambda_handler as capture_handler
 from functions.forget.handler import lambda_handler as forget_handler
 from functions.request_admission.handler import lambda_handler as admission_handler
@@ -71,6 +74,11 @@ def withdraw_args(candidate_id: str, key: str = "withdraw-key-0001-ingest") -> d
 def forget_args(record_id: str, key: str = "forget-key-0001-ingest") -> dict[str, Any]:
     """Valid forget arguments for ``record_id``."""
     return valid_forget_args(record_id=record_id, idempotency_key=key)
+
+
+def op_digest(tool: Tool, args: dict[str, Any]) -> str:
+    """The operation digest a human approves for this exact call (host side)."""
+    return operation_digest(tool, canonical_arguments(validate_arguments(tool, args)))
 
 
 @dataclass

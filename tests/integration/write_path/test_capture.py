@@ -8,6 +8,7 @@ from engram_memory import bootstrap
 from engram_memory.domain.canonical import DigestKind, digest
 from engram_memory.domain.context import Tool
 from engram_memory.domain.instant import format_instant
+
 from tests.fixtures.contract_fixtures import valid_capture_args
 from tests.integration.conftest import AwsEnv
 from tests.integration.write_path.support import (

@@ -3,7 +3,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from engram_memory.domain.ranking import (
     DEFAULT_CONFIG,
     FIELDS,
@@ -62,7 +61,10 @@ def test_equal_scores_are_ordered_by_record_id_ascending() -> None:
 
 
 def test_documents_without_any_query_term_are_not_returned() -> None:
-    docs = [FieldDocument("mem_a", {"primary": "alpha"}), FieldDocument("mem_b", {"primary": "beta"})]
+    docs = [
+        FieldDocument("mem_a", {"primary": "alpha"}),
+        FieldDocument("mem_b", {"primary": "beta"}),
+    ]
     assert [r.record_id for r in rank_documents("alpha gamma", docs)] == ["mem_a"]
 
 

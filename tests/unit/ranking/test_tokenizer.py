@@ -14,7 +14,8 @@ def test_text_is_nfkc_normalized_and_casefolded_before_splitting() -> None:
 
 
 def test_punctuation_and_underscores_separate_words() -> None:
-    assert tokenize("retry_policy=exponential, (v2.1)") == ["retry", "policy", "exponential", "v2", "1"]
+    terms = tokenize("retry_policy=exponential, (v2.1)")
+    assert terms == ["retry", "policy", "exponential", "v2", "1"]
 
 
 def test_stopwords_are_dropped_and_no_stemming_is_applied() -> None:

@@ -216,6 +216,39 @@ class DynamoProjectionStore:
             for n in range(document.term_chunks)
         ])
 
+    def bulk_load(self, scope: Scope, documents: Sequence[tuple[AnalyzedDocument, str]]) -> None:
+        """Index many never-indexed documents at once (rebuilds, the scale bench).
+
+        Postings, term lists and doc items go out in 25-item batches and the stats get one
+        ADD for the whole set. Unlike the projector path this is not replay-safe: run it
+        only on records the projection has never seen.
+        """
+        requests: list[dict[str, Any]] = []
+        sums = [0] * len(FIELDS)
+        for analyzed, record_digest in documents:
+            lengths = _csv(analyzed.lengths)
+            sums = [a + b for a, b in zip(sums, analyzed.lengths, strict=True)]
+            for term in sorted(analyzed.frequencies):
+                requests.append({"PutRequest": {"Item": {
+                    "pk": {"S": f"POST#{scope.key}#{term}"}, "sk": {"S": analyzed.record_id},
+                    "tf": {"S": _csv(analyzed.frequencies[term])}, "len": {"S": lengths},
+                }}})
+            chunks = _chunks(sorted(analyzed.frequencies))
+            for n, chunk in enumerate(chunks):
+                requests.append({"PutRequest": {"Item": {
+                    "pk": {"S": f"DOC#{scope.key}"},
+                    "sk": {"S": f"{analyzed.record_id}#T#{n:04d}"},
+                    "terms": {"S": "\n".join(chunk)},
+                }}})
+            requests.append({"PutRequest": {"Item": {
+                "pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": analyzed.record_id},
+                "state": {"S": _INDEXED}, "digest": {"S": record_digest},
+                "len": {"S": lengths}, "chunks": {"N": str(len(chunks))},
+            }}})
+        self._batch_write(requests)
+        update = self._stats_update(scope, len(documents), sums)["Update"]
+        self._call("update_item", **update)
+
     # -- plumbing --------------------------------------------------------------------------
 
     def _stats_update(self, scope: Scope, count: int, lengths: Sequence[int]) -> dict[str, Any]:

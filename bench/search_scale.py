@@ -1,0 +1,201 @@
+"""Search latency and DynamoDB calls per search at 1k, 10k and 50k accepted records (moto).
+
+Run: ``.venv/bin/python bench/search_scale.py [--sizes 1000,10000,50000] [--rounds 3]``.
+
+Records are synthetic (a Zipf-distributed pseudo-word vocabulary, fixed seed) and loaded
+in bulk: record items through the write path's own item mapping (``items.put_record``),
+the journal head set to the last cursor, and the projection through
+``DynamoProjectionStore.bulk_load`` (the same item layout the projector writes). Sizes
+grow incrementally in one mocked account. Each search goes through the real search Lambda
+handler (validation, ranking, revalidation, budgets, receipts); DynamoDB calls are counted
+with a botocore ``before-call`` hook on the handler's client.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import time
+from itertools import accumulate
+from typing import Any
+
+BASE_ENV = {
+    "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
+    "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1",
+    "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled", "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING",
+    "ENGRAM_TENANT_ID": "bench", "ENGRAM_WORKSPACE_IDS": "main",
+    "ENGRAM_TABLE_NAME": "bench-main", "ENGRAM_KEY_TABLE_NAME": "bench-keys",
+    "ENGRAM_PROJECTION_TABLE_NAME": "bench-projection",
+    "ENGRAM_PAGE_CURSOR_SECRET": "bench-secret",
+}
+PURPOSE = "purpose:bench"
+VOCABULARY = 8000
+VALID_T = 1_767_225_600_000
+# Queries by vocabulary rank (0 = most frequent word): rare, mid and common words, alone
+# and combined, so the cost can be seen to follow the postings of the query terms.
+QUERY_RANKS = [
+    (7000,), (3000,), (800,), (200,), (40,), (5,),
+    (1500, 6000), (300, 2500), (60, 900, 4000), (10, 100, 1000, 5000), (2, 3), (4000, 7500),
+]
+
+
+def vocabulary(rng: random.Random) -> list[str]:
+    """Distinct pronounceable pseudo-words (consonant-vowel syllables; none is a stopword)."""
+    syllables = [c + v for c in "bdfgklmnprstvz" for v in "aeiou"]
+    words: set[str] = set()
+    while len(words) < VOCABULARY:
+        words.add("".join(rng.choice(syllables) for _ in range(rng.randint(2, 4))))
+    return sorted(words)
+
+
+class Corpus:
+    """Deterministic synthetic records."""
+
+    def __init__(self, seed: int = 7) -> None:
+        self.rng = random.Random(seed)
+        self.words = vocabulary(self.rng)
+        self.rng.shuffle(self.words)
+        self.cumulative = list(accumulate(1.0 / (rank + 1) for rank in range(VOCABULARY)))
+
+    def text(self, n: int) -> str:
+        """``n`` Zipf-distributed words."""
+        return " ".join(self.rng.choices(self.words, cum_weights=self.cumulative, k=n))
+
+    def payload(self, i: int) -> dict[str, Any]:
+        """An effective payload (resolved retention) for record number ``i``."""
+        cite = {"citation_id": "c1", "source_ref": f"repo:svc{i % 40}",
+                "locator": {"scheme": "path", "value": f"docs/{self.words[i % 500]}.md"},
+                "content_digest": "sha256:" + f"{i:064x}"}
+        components = [
+            {"component_id": "d", "kind": "decision", "text": self.text(8), "citation_ids": ["c1"]},
+            {"component_id": "x", "kind": "context", "text": self.text(16),
+             "citation_ids": ["c1"]},
+            {"component_id": "e", "kind": "evidence", "text": self.text(6), "citation_ids": ["c1"]},
+        ]
+        return {"schema_version": 2, "purpose_ref": PURPOSE, "valid_time": {"t": VALID_T},
+                "components": components, "primary_component_id": "d",
+                "primary_event": {"at": VALID_T, "type_ref": "event:bench", "citation_id": "c1"},
+                "citations": [cite], "retention": {"derivative_rule": "make-ineligible"}}
+
+
+def load(corpus: Corpus, start: int, stop: int, dynamodb: Any) -> None:
+    """Records ``start..stop-1`` into the main table and the projection, in bulk."""
+    from engram_memory import bootstrap
+    from engram_memory.adapters.dynamodb import items
+    from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore
+    from engram_memory.domain.context import Scope
+    from engram_memory.domain.ranking import analyze
+    from engram_memory.domain.records import build_record, payload_digest, record_digest_for
+    from engram_memory.domain.search_fields import record_document
+    from engram_memory.services.ports import PutRecord
+
+    settings = bootstrap.settings()
+    scope = Scope(settings.tenant_id, "main")
+    projection = DynamoProjectionStore(dynamodb, settings.projection_table_name)
+    for batch_start in range(start, stop, 1000):
+        puts: list[dict[str, Any]] = []
+        analyzed = []
+        for i in range(batch_start, min(stop, batch_start + 1000)):
+            effective = corpus.payload(i)
+            record = build_record(record_digest_for(scope, effective), effective,
+                                  trust_class="asserted", recorded_at_ms=VALID_T)
+            change = PutRecord(record=record, payload_digest=payload_digest(effective),
+                               valid_t=VALID_T, valid_t_end=None, expires_at_ms=None,
+                               cursor=i + 1, trust_binding={"trust_class": "asserted"})
+            for _, element in items.put_record(change, scope, settings.table_name, VALID_T):
+                puts.append({"PutRequest": {"Item": element["Put"]["Item"]}})
+            analyzed.append((analyze(record_document(record.record_id, record.view)),
+                             record.record_digest))
+        for j in range(0, len(puts), 25):
+            dynamodb.batch_write_item(RequestItems={settings.table_name: puts[j:j + 25]})
+        projection.bulk_load(scope, analyzed)
+    dynamodb.put_item(TableName=settings.table_name, Item={
+        "pk": {"S": items.journal_pk(scope)}, "sk": {"S": items.HEAD_SK},
+        "cursor": {"N": str(stop)}, "event_digest": {"S": "sha256:" + "0" * 64},
+    })
+
+
+def measure(corpus: Corpus, rounds: int, calls: list[int]) -> dict[str, float]:
+    """Run the fixed query set ``rounds`` times through the search handler."""
+    from engram_memory.adapters.inprocess_invoker import (
+        LocalLambdaContext,
+        default_functions_dir,
+        load_handler,
+    )
+
+    handler = load_handler(default_functions_dir(), "search")
+    assert handler is not None
+    context = {"tenant_id": "bench", "workspace_id": "main", "principal": "bench",
+               "agent_id": "bench", "session_id": "bench", "purpose_ref": PURPOSE,
+               "audit_id": "bench", "deadline_ms": 4_102_444_800_000,
+               "capabilities": ["search"]}
+    latencies: list[float] = []
+    per_search: list[int] = []
+    candidates: list[int] = []
+    for _ in range(rounds):
+        for ranks in QUERY_RANKS:
+            query = " ".join(corpus.words[r] for r in ranks)
+            event = {"tool": "search", "context": context,
+                     "arguments": {"query": query, "purpose_ref": PURPOSE, "limit": 10}}
+            calls[0] = 0
+            started = time.perf_counter()
+            envelope = handler(event, LocalLambdaContext(function_name="search"))
+            latencies.append((time.perf_counter() - started) * 1000)
+            if not envelope["ok"]:
+                raise SystemExit(f"search failed: {envelope['error']['code']}")
+            per_search.append(calls[0])
+            candidates.append(envelope["output"]["value"]["rank_receipt"]["candidate_count"])
+    latencies.sort()
+    return {
+        "p50": statistics.median(latencies),
+        "p95": latencies[max(0, round(0.95 * len(latencies)) - 1)],
+        "calls_mean": statistics.mean(per_search),
+        "calls_max": max(per_search),
+        "candidates_mean": statistics.mean(candidates),
+        "searches": len(latencies),
+    }
+
+
+def main() -> None:
+    """Load each size, measure, print one line per size."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,50000")
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    sizes = sorted(int(s) for s in args.sizes.split(","))
+    os.environ.update(BASE_ENV)
+
+    import boto3
+    from moto import mock_aws
+
+    with mock_aws():
+        from engram_memory import bootstrap
+        from engram_memory.adapters.provisioning import create_tables
+
+        bootstrap.reset()
+        # The search handler's own client (bootstrap caches it): count every call it makes.
+        dynamodb = bootstrap.dynamodb_client()
+        calls = [0]
+        dynamodb.meta.events.register(
+            "before-call.dynamodb", lambda **_: calls.__setitem__(0, calls[0] + 1))
+        create_tables(boto3.client("dynamodb", region_name="us-east-1"), bootstrap.settings())
+        corpus = Corpus()
+        print(f"{'records':>8} {'load s':>7} {'searches':>8} {'p50 ms':>7} {'p95 ms':>7} "
+              f"{'ddb calls/search (mean, max)':>29} {'candidates/search':>18}")
+        loaded = 0
+        for size in sizes:
+            started = time.perf_counter()
+            load(corpus, loaded, size, dynamodb)
+            load_s = time.perf_counter() - started
+            loaded = size
+            r = measure(corpus, args.rounds, calls)
+            print(f"{size:>8} {load_s:>7.1f} {r['searches']:>8.0f} {r['p50']:>7.1f} "
+                  f"{r['p95']:>7.1f} {r['calls_mean']:>21.1f}, {r['calls_max']:>5.0f} "
+                  f"{r['candidates_mean']:>18.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

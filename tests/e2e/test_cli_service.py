@@ -1,0 +1,125 @@
+"""``engram-memory serve`` as a user runs it: a subprocess, Ctrl-C, and a restart."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from contextlib import redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engram_memory.local import cli
+
+from .conftest import connect
+from .test_memory_flow import capture_arguments, value
+
+PURPOSE = "purpose:cli"
+CAPS = "search,get,capture,request_admission"
+
+
+def clean_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ENGRAM_", "AWS_", "MOTO_", "POWERTOOLS_"))}
+    env["ENGRAM_LOCAL_HOME"] = str(home)
+    return env
+
+
+def serve(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "engram_memory.local.cli", "serve", "--port", "0",
+         "--data-dir", str(data_dir), "--tenant", "t-cli"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=clean_env(data_dir / "home"),
+    )
+    assert proc.stdout is not None
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        match = re.search(r"MCP endpoint\s+(http://\S+/mcp)", line)
+        if match:
+            return proc, match.group(1)
+        if not line and proc.poll() is not None:
+            break
+    proc.kill()
+    pytest.fail("the local service did not start")
+
+
+def interrupt(proc: subprocess.Popen[str]) -> str:
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 0
+    return out
+
+
+def token(data_dir: Path) -> str:
+    buffer = io.StringIO()
+    with redirect_stdout(buffer):
+        assert cli.main(["token", "--data-dir", str(data_dir), "--workspace", "w1",
+                         "--purpose", PURPOSE, "--capabilities", CAPS]) == 0
+    return buffer.getvalue().strip()
+
+
+async def capture_and_admit(url: str, tok: str, text: str) -> str:
+    async with connect(url, tok, "auto") as client:
+        args = capture_arguments(text, purpose=PURPOSE)
+        captured = value(await client.call_tool("engram_memory_capture", args))
+        admitted = value(await client.call_tool("engram_memory_request_admission", {
+            "candidate_id": captured["candidate_id"],
+            "idempotency_key": "cli-admit-" + secrets.token_hex(8)}))
+        record_id: str = admitted["outcome"]["record_id"]
+        return record_id
+
+
+async def capture_only(url: str, tok: str, text: str) -> str:
+    async with connect(url, tok, "auto") as client:
+        args = capture_arguments(text, purpose=PURPOSE)
+        candidate_id: str = value(await client.call_tool("engram_memory_capture",
+                                                         args))["candidate_id"]
+        return candidate_id
+
+
+async def read_and_admit(url: str, tok: str, record_id: str, candidate_id: str
+                         ) -> tuple[dict[str, Any], dict[str, Any]]:
+    async with connect(url, tok, "legacy") as client:
+        got = value(await client.call_tool(
+            "engram_memory_get", {"record_id": record_id, "purpose_ref": PURPOSE}))
+        admitted = value(await client.call_tool("engram_memory_request_admission", {
+            "candidate_id": candidate_id,
+            "idempotency_key": "cli-admit-" + secrets.token_hex(8)}))
+        return got, admitted
+
+
+@pytest.mark.slow
+def test_serve_stops_on_ctrl_c_and_a_data_dir_keeps_records_and_pending_candidates(
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / "data"
+    proc, url = serve(data_dir)
+    try:
+        record_id = asyncio.run(capture_and_admit(url, token(data_dir),
+                                                  "The staging database is rebuilt nightly."))
+        # A pending candidate's data key is wrapped by the tenant KMS key: it must survive.
+        candidate_id = asyncio.run(capture_only(url, token(data_dir),
+                                                "Backups are verified every Monday."))
+    finally:
+        out = interrupt(proc)
+    assert "engram-memory stopped" in out
+    assert (data_dir / "state.json").is_file()
+    assert (data_dir / "host_key.pem").stat().st_mode & 0o077 == 0
+
+    proc, url = serve(data_dir)
+    try:
+        got, admitted = asyncio.run(read_and_admit(url, token(data_dir), record_id,
+                                                   candidate_id))
+    finally:
+        interrupt(proc)
+    assert got["record"]["record_id"] == record_id
+    assert admitted["outcome"]["status"] == "accepted"

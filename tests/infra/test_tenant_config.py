@@ -1,0 +1,95 @@
+"""The tenant configuration is validated before anything is synthesized."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from infra.tenant_config import CONFIG_DIR, ConfigError, TenantConfig, load_config
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+pytestmark = pytest.mark.infra
+
+
+def _example() -> dict[str, Any]:
+    raw: dict[str, Any] = json.loads((CONFIG_DIR / "example-tenant.json").read_text())
+    return raw
+
+
+def test_without_context_the_example_tenant_is_loaded() -> None:
+    config = load_config()
+    assert config.tenant_id == "example-tenant"
+    assert config.workspace_ids == ("default", "research")
+    assert config.admission_mode == "adjudicate"
+    assert config.retention_ceiling_ms == 365 * 24 * 3600 * 1000
+
+
+def test_a_tenant_name_selects_its_file_in_the_config_directory(tmp_path: Path) -> None:
+    raw = _example() | {"tenant_id": "acme"}
+    (tmp_path / "acme.json").write_text(json.dumps(raw))
+    assert load_config(tenant="acme", config_dir=tmp_path).tenant_id == "acme"
+
+
+def test_a_config_path_wins_over_the_tenant_name(tmp_path: Path) -> None:
+    path = tmp_path / "elsewhere.json"
+    path.write_text(json.dumps(_example() | {"tenant_id": "globex"}))
+    assert load_config(tenant="acme", config_path=str(path)).tenant_id == "globex"
+
+
+def test_an_unknown_tenant_is_refused_by_name(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no tenant configuration"):
+        load_config(tenant="nobody", config_dir=tmp_path)
+
+
+def test_a_tenant_name_cannot_walk_out_of_the_config_directory() -> None:
+    with pytest.raises(ConfigError):
+        load_config(tenant="../secrets")
+
+
+@pytest.mark.parametrize(("change", "problem"), [
+    ({"tenant_id": "Acme#1"}, "tenant_id"),
+    ({"workspace_ids": []}, "workspace_ids"),
+    ({"workspace_ids": ["a#b"]}, "workspace_ids"),
+    ({"admission_policy": {"mode": "maybe"}}, "admission_policy.mode"),
+    ({"log_retention_days": 31}, "log_retention_days"),
+    ({"reserved_concurrency": {"nonexistent": 1}}, "unknown functions"),
+    ({"reserved_concurrency": {"capture": 0}}, "at least 1"),
+    ({"retention": {"ceiling_days": 0}}, "ceiling_days"),
+])
+def test_an_invalid_setting_is_refused_with_its_name(change: dict[str, Any],
+                                                     problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        TenantConfig.from_dict(_example() | change)
+
+
+def test_a_host_key_that_is_not_ed25519_or_p256_is_refused() -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    p384 = ec.generate_private_key(ec.SECP384R1()).public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    host = _example()["host"] | {"public_key_pem": p384}
+    with pytest.raises(ConfigError, match="public_key_pem"):
+        TenantConfig.from_dict(_example() | {"host": host})
+    with pytest.raises(ConfigError, match="public_key_pem"):
+        TenantConfig.from_dict(_example() | {"host": host | {"public_key_pem": "not a key"}})
+
+
+def test_a_p256_host_key_is_accepted() -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    p256 = ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    host = _example()["host"] | {"public_key_pem": p256}
+    assert TenantConfig.from_dict(_example() | {"host": host}).host_public_key_pem == p256
+
+
+def test_the_audience_defaults_to_a_tenant_urn() -> None:
+    host = {k: v for k, v in _example()["host"].items() if k != "audience"}
+    config = TenantConfig.from_dict(_example() | {"host": host, "tenant_id": "acme"})
+    assert config.audience == "urn:engram-memory:acme"

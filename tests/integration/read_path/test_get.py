@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engram_memory import bootstrap
+from engram_memory.domain.canonical import DigestKind, digest
+from engram_memory.domain.instant import format_instant
+
+from tests.integration.read_path.conftest import ReadPath, error_code
+
+UNKNOWN_ID = "mem_" + "q" * 52
+
+
+def _without_audit(envelope: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in envelope.items() if k != "auditId"}, sort_keys=True)
+
+
+def test_get_returns_a_current_record_with_a_recomputable_read_receipt(
+    read_path: ReadPath,
+) -> None:
+    record_id = read_path.admit("Vole service owns the billing export.")
+    envelope = read_path.get(record_id)
+    assert envelope["ok"], envelope
+    value = envelope["output"]["value"]
+    assert value["record"]["record_id"] == record_id
+    assert value["redacted_fields"] == []
+    receipt = value["read_receipt"]
+    assert receipt["record_id"] == record_id
+    assert receipt["record_digest"] == value["record"]["record_digest"]
+    assert receipt["valid_as_of"] == receipt["checked_at"] == format_instant(read_path.clock.now)
+    assert int(receipt["system_as_of"]) >= 2  # capture + admission events
+    body = {k: v for k, v in receipt.items() if k != "receipt_digest"}
+    assert receipt["receipt_digest"] == digest(DigestKind.READ_RECEIPT, body)
+    rest = {k: v for k, v in value.items() if k != "packet_digest"}
+    assert value["packet_digest"] == digest(DigestKind.PACKET, rest)
+
+
+def test_get_does_not_wait_for_the_projector(read_path: ReadPath) -> None:
+    record_id = read_path.admit("Walrus nodes reboot on Sundays.")
+    assert read_path.get(record_id)["ok"]
+
+
+def test_another_tenants_record_is_byte_identical_to_an_unknown_id(read_path: ReadPath) -> None:
+    record_id = read_path.admit("Xerus tenant secret rotation schedule.")
+    foreign_tenant = read_path.get(record_id, tenant_id="tenant-b", audit_id="audit-foreign")
+    foreign_workspace = read_path.get(record_id, workspace_id="ws-other", audit_id="audit-ws")
+    unknown = read_path.get(UNKNOWN_ID, audit_id="audit-unknown")
+    assert error_code(unknown) == "NOT_FOUND"
+    assert _without_audit(foreign_tenant) == _without_audit(unknown)
+    assert _without_audit(foreign_workspace) == _without_audit(unknown)
+    assert foreign_tenant["auditId"] == "audit-foreign"
+
+
+def test_every_ineligible_state_is_the_same_not_found(read_path: ReadPath) -> None:
+    unknown = read_path.get(UNKNOWN_ID)
+    forgotten = read_path.admit("Yak shaving policy.")
+    read_path.forget(forgotten)
+    now = read_path.clock.now
+    ended = read_path.admit("Zorilla limits.", valid_time={"t": now - 10, "t_end": now - 1})
+    future = read_path.admit("Aardvark launch plan.", valid_time={"t": now + 10_000})
+    for record_id in (forgotten, ended, future):
+        assert _without_audit(read_path.get(record_id)) == _without_audit(unknown)
+
+
+def test_refusals_make_the_same_reads_whatever_the_reason(read_path: ReadPath) -> None:
+    current = read_path.admit("Bison ingest owner.")
+    forgotten = read_path.admit("Caribou retired service.")
+    read_path.forget(forgotten)
+    calls: list[str] = []
+
+    def record(event_name: str, **_: Any) -> None:
+        calls.append(event_name.rsplit(".", 1)[-1])
+
+    bootstrap.dynamodb_client().meta.events.register("before-call.dynamodb", record)
+    reads: dict[str, list[str]] = {}
+    for label, kwargs in (
+        ("unknown", {"record_id": UNKNOWN_ID}),
+        ("forgotten", {"record_id": forgotten}),
+        ("foreign", {"record_id": current, "tenant_id": "tenant-b"}),
+        ("current", {"record_id": current}),
+    ):
+        calls.clear()
+        record_id = kwargs.pop("record_id")
+        read_path.get(record_id, **kwargs)
+        reads[label] = list(calls)
+    assert reads["unknown"] == reads["forgotten"] == reads["foreign"] == reads["current"]
+    assert reads["unknown"] == ["GetItem", "BatchGetItem"]
+
+
+def test_the_host_allowlist_redacts_fields_with_a_recomputable_receipt(
+    read_path: ReadPath,
+) -> None:
+    record_id = read_path.admit("Dingo cache eviction is LRU.")
+    read_path.aws.configure(ENGRAM_REDACTION_ALLOWLIST="components,citations")
+    read_path.rewire()
+    value = read_path.get(record_id)["output"]["value"]
+    assert set(value["record"]) == {"record_id", "components", "citations"}
+    assert "/trust_class" in value["redacted_fields"]
+    assert "/record_digest" in value["redacted_fields"]
+    assert value["redacted_fields"] == sorted(value["redacted_fields"])
+    subject = {"record": value["record"], "redacted_fields": value["redacted_fields"]}
+    assert value["redaction_receipt_digest"] == digest(DigestKind.REDACTION_RECEIPT, subject)
+    read_path.project()
+    packet = read_path.search("dingo")["output"]["value"]["records"][0]
+    assert packet["record"] == value["record"]
+    assert packet["redacted_fields"] == value["redacted_fields"]

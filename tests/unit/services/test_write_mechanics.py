@@ -1,0 +1,117 @@
+"""Fenced commits, replay detection and commit-error translation (no AWS needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
+from engram_memory.adapters.dynamodb.errors import translate_commit, translate_read
+from engram_memory.adapters.dynamodb.items import ElementKind
+from engram_memory.domain.context import Scope
+from engram_memory.domain.errors import (
+    DigestConflict,
+    FenceLost,
+    GateFailed,
+    MutationOutcomeUnknown,
+    RateLimited,
+    StoreUnavailable,
+)
+from engram_memory.domain.journal import JournalHead
+from engram_memory.services.mutation import HEAD_ATTEMPTS, commit_fenced, stored_result
+from engram_memory.services.ports import CommitConflict, ConflictKind, IdempotencyEntry
+
+SCOPE = Scope("tenant-a", "ws-main")
+KINDS = [ElementKind.IDEMPOTENCY, ElementKind.HEAD, ElementKind.HEAD,
+         ElementKind.CONFIRMATION, ElementKind.STATE]
+
+
+class _HeadMovingStore:
+    """A store port whose journal head always moves before the commit lands."""
+
+    def __init__(self, conflicts: int) -> None:
+        self.conflicts = conflicts
+        self.heads_read = 0
+
+    def journal_head(self, scope: Scope) -> JournalHead:
+        self.heads_read += 1
+        return JournalHead(self.heads_read - 1)
+
+    def commit(self, plan: Any) -> None:
+        if self.conflicts > 0:
+            self.conflicts -= 1
+            raise CommitConflict(frozenset({ConflictKind.HEAD}))
+
+    def get_idempotency(self, scope: Scope, principal: str, key: str) -> IdempotencyEntry | None:
+        return IdempotencyEntry(tool="capture", intent_digest="sha256:a", result={"x": 1})
+
+
+def _cancelled(*codes: str) -> ClientError:
+    return ClientError({"Error": {"Code": "TransactionCanceledException", "Message": "x"},
+                        "CancellationReasons": [{"Code": c} for c in codes]},
+                       "TransactWriteItems")
+
+
+def test_a_moved_head_rebuilds_the_event_on_the_new_head() -> None:
+    store = _HeadMovingStore(conflicts=2)
+    built: list[int] = []
+    result = commit_fenced(store, SCOPE, lambda head: (built.append(head.cursor) or
+                                                       (None, head.cursor)), lambda _: None)
+    assert built == [0, 1, 2]
+    assert result == 2
+
+
+def test_a_head_that_never_settles_is_fence_lost() -> None:
+    store = _HeadMovingStore(conflicts=HEAD_ATTEMPTS + 1)
+    with pytest.raises(FenceLost):
+        commit_fenced(store, SCOPE, lambda head: (None, None), lambda _: None)
+
+
+def test_a_key_used_for_another_intent_or_tool_is_a_digest_conflict() -> None:
+    store = _HeadMovingStore(0)
+    assert stored_result(store, SCOPE, "p", "k", "capture", "sha256:a") == {"x": 1}
+    with pytest.raises(DigestConflict):
+        stored_result(store, SCOPE, "p", "k", "capture", "sha256:b")
+    with pytest.raises(DigestConflict):
+        stored_result(store, SCOPE, "p", "k", "withdraw", "sha256:a")
+
+
+def test_cancellation_reasons_map_by_element_index() -> None:
+    taken = translate_commit(_cancelled("ConditionalCheckFailed", "None", "None", "None", "None"),
+                             KINDS)
+    assert isinstance(taken, CommitConflict)
+    assert taken.kinds == {ConflictKind.IDEMPOTENCY}
+    head = translate_commit(_cancelled("None", "ConditionalCheckFailed", "None", "None", "None"),
+                            KINDS)
+    assert isinstance(head, CommitConflict)
+    assert head.kinds == {ConflictKind.HEAD}
+    gate = translate_commit(_cancelled("None", "None", "None", "ConditionalCheckFailed", "None"),
+                            KINDS)
+    assert isinstance(gate, GateFailed)
+    state = translate_commit(_cancelled("None", "None", "None", "None", "ConditionalCheckFailed"),
+                             KINDS)
+    assert isinstance(state, CommitConflict)
+    assert state.kinds == {ConflictKind.STATE}
+
+
+def test_a_taken_key_wins_over_a_failed_confirmation() -> None:
+    both = translate_commit(_cancelled("ConditionalCheckFailed", "None", "None",
+                                       "ConditionalCheckFailed", "None"), KINDS)
+    assert isinstance(both, CommitConflict)
+
+
+def test_transport_failures_on_a_commit_are_outcome_unknown() -> None:
+    lost = translate_commit(ReadTimeoutError(endpoint_url="https://x"), KINDS)
+    assert isinstance(lost, MutationOutcomeUnknown)
+    assert isinstance(translate_commit(EndpointConnectionError(endpoint_url="https://x"), KINDS),
+                      MutationOutcomeUnknown)
+
+
+def test_throttling_and_service_errors_are_retriable() -> None:
+    throttled = ClientError({"Error": {"Code": "ThrottlingException"}}, "GetItem")
+    assert isinstance(translate_read(throttled), RateLimited)
+    assert isinstance(translate_commit(_cancelled("ThrottlingError"), KINDS[:1]), RateLimited)
+    broken = ClientError({"Error": {"Code": "InternalServerError"}}, "GetItem")
+    assert isinstance(translate_read(broken), StoreUnavailable)
+    assert isinstance(translate_read(ReadTimeoutError(endpoint_url="https://x")),
+                      StoreUnavailable)
