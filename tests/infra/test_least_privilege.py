@@ -230,3 +230,18 @@ def test_no_function_role_carries_a_managed_policy(synthesized: Synthesized) -> 
     for name in FUNCTIONS:
         role = synthesized.template["Resources"][role_of(synthesized.template, name)]
         assert "ManagedPolicyArns" not in role["Properties"], name
+
+
+def test_the_gate_functions_are_told_where_the_gate_lives(synthesized: Synthesized) -> None:
+    template = synthesized.template
+    functions = function_logical_ids(template)
+    machine = _lid(synthesized, "AWS::StepFunctions::StateMachine", "ConfirmationGate")
+    bus = _lid(synthesized, "AWS::Events::EventBus", "HostEventBus")
+    host_env = template["Resources"][functions["host_api"]]["Properties"]["Environment"]
+    assert host_env["Variables"]["ENGRAM_STATE_MACHINE_ARN"] == {"Ref": machine}
+    notifier_env = template["Resources"][functions["confirmation_notifier"]]["Properties"][
+        "Environment"]["Variables"]
+    # The name engram_memory.gate.wiring reads; without it no host is ever notified.
+    from engram_memory.gate.wiring import EVENT_BUS_ENV
+
+    assert notifier_env[EVENT_BUS_ENV] == {"Ref": bus}

@@ -29,6 +29,7 @@ _ERRORS = {
     ("kms", "internal"): (500, "KMSInternalException"),
 }
 _HOOK_ID = "reliability-fault-injector"
+_NOWHERE = "https://fault-injected.invalid/"
 
 
 class _Raw:
@@ -95,8 +96,13 @@ class FaultInjector:
         self.fired += 1
         if self.kind == "connect_timeout":
             raise ConnectTimeoutError(endpoint_url=request.url)
+        url = request.url
+        # Every before-send handler runs; moto's in-process stub would still apply the
+        # request. An address no AWS service answers makes it pass, as the real service
+        # never saw a throttled or failed request.
+        request.url = _NOWHERE
         service = self.calls[-1].split(".", 1)[0]
-        return error_response(request.url, service, self.kind)
+        return error_response(url, service, self.kind)
 
     def _after_call(self, **_: Any) -> None:
         armed, self._armed = self._armed, False
