@@ -23,6 +23,7 @@ from engram_memory.adapters.dynamodb.store import DynamoMemoryStore
 from engram_memory.adapters.kms.key_vault import KmsKeyVault
 from engram_memory.services.admission import AdmissionService
 from engram_memory.services.capture import CaptureLimits, CaptureService
+from engram_memory.services.expiry import ExpirySweeper
 from engram_memory.services.forget import ForgetService
 from engram_memory.services.get import GetService
 from engram_memory.services.paging import PageCursorCodec
@@ -60,7 +61,7 @@ def reset() -> None:
 def _clear() -> None:
     for factory in (settings, dynamodb_client, kms_client, store, capture_service,
                     admission_service, withdraw_service, forget_service,
-                    search_service, get_service, projection_service):
+                    search_service, get_service, projection_service, expiry_service):
         factory.cache_clear()
 
 
@@ -146,6 +147,12 @@ def withdraw_service() -> WithdrawService:
 def forget_service() -> ForgetService:
     """The forget use case."""
     return ForgetService(store=store(), gate=_gate(), **_common())
+
+
+@cache
+def expiry_service() -> ExpirySweeper:
+    """The retention expiry sweeper (docs/expiry.md)."""
+    return ExpirySweeper(store=store(), **_common())
 
 
 # --- read path (search, get, projector; docs/search.md) ---------------------------------

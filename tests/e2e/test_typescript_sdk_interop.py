@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -32,12 +31,11 @@ SUPPORTED_ERAS = {"2025-11-25", "2025-06-18", "2025-03-26"}
 
 
 @pytest.fixture(scope="session")
-def ts_client() -> Iterator[None]:
+def ts_client() -> None:
     missing = missing_tools()
     if missing:
         pytest.skip(f"the TypeScript SDK interop needs {' and '.join(missing)} on PATH")
     ensure_installed()
-    yield
 
 
 def names(capabilities: list[str]) -> list[str]:

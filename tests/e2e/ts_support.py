@@ -32,8 +32,8 @@ def _installed_matches_lock() -> bool:
     """npm's own record of the installed tree equals the committed lock (nothing to do)."""
     if not INSTALLED.is_file():
         return False
-    locked = json.loads(LOCKFILE.read_text())["packages"]
-    installed = json.loads(INSTALLED.read_text())["packages"]
+    locked: dict[str, Any] = json.loads(LOCKFILE.read_text())["packages"]
+    installed: dict[str, Any] = json.loads(INSTALLED.read_text())["packages"]
     return {k: v for k, v in locked.items() if k} == installed
 
 

@@ -112,6 +112,12 @@ def expires_at_ms(effective: Mapping[str, Any]) -> int | None:
     return None if expires_at is None else parse_instant(str(expires_at))
 
 
+def derivative_rule(effective: Mapping[str, Any]) -> str:
+    """The effective payload's derivative rule (``make-ineligible`` unless ``retain``)."""
+    rule = effective.get("retention", {}).get("derivative_rule")
+    return RETAIN if rule == RETAIN else MAKE_INELIGIBLE
+
+
 def seal_material(effective: Mapping[str, Any], evidence: Mapping[str, Any]) -> bytes:
     """The plaintext that capture encrypts: canonical JSON of payload + evidence."""
     return canonical_json({"payload": dict(effective), "evidence": dict(evidence)})

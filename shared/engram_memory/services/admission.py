@@ -305,6 +305,7 @@ def _plan(scope: Scope, actor: Actor, idem: _Idem, candidate: CandidateEntry,
             valid_t=int(valid_time["t"]), valid_t_end=valid_time.get("t_end"),
             expires_at_ms=records.expires_at_ms(outcome.payload), cursor=event.cursor,
             trust_binding=outcome.trust_binding,
+            derivative_rule=records.derivative_rule(outcome.payload),
         ))
     plan = MutationPlan(scope=scope, principal=idem.principal, idempotency_key=idem.key,
                         tool=idem.tool, intent_digest=idem.intent, result=value, head=head,

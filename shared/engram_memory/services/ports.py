@@ -219,6 +219,8 @@ class PutRecord:
     expires_at_ms: int | None
     cursor: int
     trust_binding: Mapping[str, Any]
+    # With an expiry, the same commit writes the sparse expiry index item (docs/expiry.md).
+    derivative_rule: str = "make-ineligible"
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +235,28 @@ class TombstoneRecord:
     at_ms: int
 
 
-Change = PutCandidate | MoveCandidate | PutRecord | TombstoneRecord
+@dataclass(frozen=True, slots=True)
+class DueExpiry:
+    """An expiry index entry: a record whose ``expires_at`` is due (docs/expiry.md)."""
+
+    record_id: str
+    expires_at_ms: int
+    derivative_rule: str
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireRecord:
+    """Expiry: state → expired (content removed unless ``retain``), index entry deleted."""
+
+    due: DueExpiry
+    from_state: str
+    parts: int
+    remove_content: bool
+    cursor: int
+    at_ms: int
+
+
+Change = PutCandidate | MoveCandidate | PutRecord | TombstoneRecord | ExpireRecord
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,8 @@ from engram_memory.domain.context import Scope
 from engram_memory.domain.lifecycle import State
 from engram_memory.services.ports import (
     CandidateEntry,
+    DueExpiry,
+    ExpireRecord,
     IdempotencyEntry,
     MoveCandidate,
     PutCandidate,
@@ -84,6 +86,16 @@ def part_sk(record_id: str, index: int) -> str:
 def tombstone_sk(payload_digest: str) -> str:
     """Sort key of a tombstone guard."""
     return f"TOMB#{payload_digest}"
+
+
+def expiry_pk(scope: Scope) -> str:
+    """Partition of a scope's sparse expiry index (docs/expiry.md)."""
+    return f"EXPIRY#{scope.tenant_id}#{scope.workspace_id}"
+
+
+def expiry_sk(expires_at_ms: int, record_id: str) -> str:
+    """Sort key of an expiry entry: zero-padded ms first, so sort order = expiry order."""
+    return f"{expires_at_ms:015d}#{record_id}"
 
 
 HEAD_SK = "HEAD"
@@ -162,6 +174,13 @@ def to_record(item: Mapping[str, Any]) -> RecordEntry:
                        record_digest=text(item, "record_digest"),
                        payload_digest=text(item, "payload_digest"),
                        parts=number(item, "record_parts"))
+
+
+def to_due_expiry(item: Mapping[str, Any]) -> DueExpiry:
+    """An expiry index item → entry (a missing rule reads as the default make-ineligible)."""
+    rule = text(item, "derivative_rule") if "derivative_rule" in item else "make-ineligible"
+    return DueExpiry(record_id=text(item, "record_id"),
+                     expires_at_ms=number(item, "expires_at_ms"), derivative_rule=rule)
 
 
 def record_json_from(head: Mapping[str, Any], parts: list[Mapping[str, Any]]) -> str:
@@ -255,6 +274,10 @@ def put_record(change: PutRecord, scope: Scope, main: str, at_ms: int) -> Iterat
         item["valid_t_end"] = n(change.valid_t_end)
     if change.expires_at_ms is not None:
         item["expires_at_ms"] = n(change.expires_at_ms)
+        entry = {**key(expiry_pk(scope), expiry_sk(change.expires_at_ms, record.record_id)),
+                 "record_id": s(record.record_id), "expires_at_ms": n(change.expires_at_ms),
+                 "derivative_rule": s(change.derivative_rule)}
+        yield ElementKind.STATE, _put(main, entry)
     pieces = [] if len(body) <= INLINE_RECORD_BYTES else chunks(body)
     if pieces:
         item["record_parts"] = n(len(pieces))
@@ -286,3 +309,27 @@ def tombstone_record(change: TombstoneRecord, scope: Scope, main: str) -> Iterat
     guard = {**key(pk, tombstone_sk(change.payload_digest)), "record_id": s(change.record_id),
              "cursor": n(change.cursor)}
     yield ElementKind.STATE, _put(main, guard)
+
+
+def expire_record(change: ExpireRecord, scope: Scope, main: str) -> Iterator[Element]:
+    """Expiry: state → expired (content removed unless retained), index entry deleted."""
+    pk, record_id = scope_pk(scope), change.due.record_id
+    update = ("SET #state = :to, projection_invalidation = :pending, "
+              "expired_cursor = :cursor, expired_at_ms = :at")
+    if change.remove_content:
+        update += " REMOVE record_json, record_parts"
+    yield ElementKind.STATE, {"Update": {
+        "TableName": main, "Key": key(pk, record_sk(record_id)),
+        "UpdateExpression": update,
+        "ConditionExpression": "#state = :from",
+        "ExpressionAttributeNames": {"#state": "state"},
+        "ExpressionAttributeValues": {
+            ":to": s(State.EXPIRED.value), ":from": s(change.from_state),
+            ":pending": s("pending"), ":cursor": n(change.cursor), ":at": n(change.at_ms),
+        },
+    }}
+    if change.remove_content:
+        for index in range(change.parts):
+            yield ElementKind.STATE, _delete(main, key(pk, part_sk(record_id, index)))
+    yield ElementKind.STATE, _delete(main, key(expiry_pk(scope), expiry_sk(
+        change.due.expires_at_ms, record_id)))

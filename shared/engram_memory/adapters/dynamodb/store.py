@@ -20,6 +20,8 @@ from engram_memory.domain.journal import JournalEvent, JournalHead
 from engram_memory.services.ports import (
     CandidateEntry,
     Change,
+    DueExpiry,
+    ExpireRecord,
     IdempotencyEntry,
     MoveCandidate,
     MutationPlan,
@@ -120,6 +122,36 @@ class DynamoMemoryStore:
                 return
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
+    # --- the expiry index (docs/expiry.md) ----------------------------------------------
+
+    def due_expiries(self, scope: Scope, now_ms: int, limit: int,
+                     after: str | None = None) -> tuple[list[DueExpiry], str | None]:
+        """Up to ``limit`` entries with ``expires_at_ms <= now_ms``, oldest first; next cursor."""
+        kwargs: dict[str, Any] = {
+            "TableName": self._main, "ConsistentRead": True, "Limit": limit,
+            # Every sort key due by now sorts below the next millisecond's zero-padded prefix.
+            "KeyConditionExpression": "pk = :pk AND sk < :bound",
+            "ExpressionAttributeValues": {":pk": it.s(it.expiry_pk(scope)),
+                                          ":bound": it.s(f"{now_ms + 1:015d}")},
+        }
+        if after is not None:
+            kwargs["ExclusiveStartKey"] = it.key(it.expiry_pk(scope), after)
+        try:
+            page = self._client.query(**kwargs)
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_read(exc) from exc
+        entries = [it.to_due_expiry(item) for item in page.get("Items", [])]
+        last = page.get("LastEvaluatedKey")
+        return entries, None if last is None else it.text(last, "sk")
+
+    def drop_expiry(self, scope: Scope, due: DueExpiry) -> None:
+        """Delete an index entry whose record has nothing left to expire."""
+        try:
+            self._client.delete_item(TableName=self._main, Key=it.key(
+                it.expiry_pk(scope), it.expiry_sk(due.expires_at_ms, due.record_id)))
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_read(exc) from exc
+
     # --- the commit ---------------------------------------------------------------------
 
     def commit(self, plan: MutationPlan) -> None:
@@ -182,3 +214,5 @@ class DynamoMemoryStore:
             yield from it.put_record(change, plan.scope, self._main, plan.at_ms)
         elif isinstance(change, TombstoneRecord):
             yield from it.tombstone_record(change, plan.scope, self._main)
+        elif isinstance(change, ExpireRecord):
+            yield from it.expire_record(change, plan.scope, self._main)

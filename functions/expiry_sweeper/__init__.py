@@ -1,0 +1,1 @@
+"""The retention expiry sweeper Lambda (EventBridge schedule)."""
