@@ -17,7 +17,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from botocore.awsrequest import AWSResponse
+from botocore.awsrequest import AWSResponse, HTTPHeaders
 from botocore.exceptions import ConnectTimeoutError, ReadTimeoutError
 
 KINDS = ("throttle", "internal", "connect_timeout", "read_timeout")
@@ -47,8 +47,9 @@ def error_response(url: str, service: str, kind: str) -> AWSResponse:
     """A service error answer exactly as the JSON protocols carry it."""
     status, error_type = _ERRORS[(service, kind)]
     body = json.dumps({"__type": error_type, "message": "injected fault"}).encode()
-    headers = {"Content-Type": "application/x-amz-json-1.0",
-               "x-amzn-RequestId": "injected-fault"}
+    headers = HTTPHeaders()
+    headers["Content-Type"] = "application/x-amz-json-1.0"
+    headers["x-amzn-RequestId"] = "injected-fault"
     return AWSResponse(url, status, headers, _Raw(body))
 
 
@@ -116,5 +117,6 @@ class FaultInjector:
     @property
     def broken_call(self) -> str:
         """The ``service.Operation`` the armed fault hit."""
-        assert self.target is not None and self.target < len(self.calls)
+        assert self.target is not None
+        assert self.target < len(self.calls)
         return self.calls[self.target]

@@ -10,6 +10,7 @@ them found in what was collected.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -96,8 +97,7 @@ class CollectingHandler(logging.Handler):
         if log_record.exc_info:
             parts.append(logging.Formatter().formatException(log_record.exc_info))
         if self._structured is not None:
-            try:
+            # A formatter quirk must not hide the raw parts.
+            with contextlib.suppress(Exception):
                 parts.append(self._structured.format(log_record))
-            except Exception:  # noqa: S110 - a formatter quirk must not hide the raw parts
-                pass
         record("\n".join(parts))

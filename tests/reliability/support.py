@@ -211,7 +211,8 @@ def _replay_states(events: list[Any]) -> dict[str, str]:
         subject, op, to_state = body["subject"], body["operation"], body["to_state"]
         candidate, record = subject.get("candidate_id"), subject.get("record_id")
         if op == "capture":
-            assert candidate not in states and to_state == State.PENDING
+            assert candidate not in states
+            assert to_state == State.PENDING
             states[candidate] = to_state
             continue
         target = record if op == Operation.TOMBSTONE else candidate
@@ -221,7 +222,8 @@ def _replay_states(events: list[Any]) -> dict[str, str]:
         assert expected == to_state, body
         states[target] = to_state
         if op == Operation.ACCEPT:
-            assert record is not None and record not in states
+            assert record is not None
+            assert record not in states
             states[candidate] = "accepted"
             states[record] = to_state
     return states
@@ -245,10 +247,10 @@ def check_invariants(world: World) -> Census:
     assert len(c.idempotency) == journaled
     for candidate, state in c.candidates.items():
         assert replayed.get(candidate) == state, (candidate, state)
-        if state == State.PENDING:
-            assert candidate in c.keys and c.blobs[candidate] >= 1, candidate
-        else:
-            assert candidate not in c.keys and c.blobs[candidate] == 0, candidate
+        # A pending candidate keeps its key and ciphertext; any other state shredded both.
+        pending = state == State.PENDING
+        assert (candidate in c.keys) is pending, candidate
+        assert (c.blobs[candidate] >= 1) is pending, candidate
     assert c.keys <= set(c.candidates), "orphan wrapped data key"
     assert set(c.blobs) <= set(c.candidates), "orphan ciphertext"
     for record, state in c.records.items():
@@ -261,9 +263,9 @@ def projection_ids(world: World) -> set[str]:
     """Record ids the lexical projection holds as indexed."""
     found = set()
     for item in _items(world, world.aws.settings.projection_table_name):
-        if _pk(item).startswith("DOC#") and "#T#" not in _sk(item):
-            if item.get("state", {}).get("S") == "indexed":
-                found.add(_sk(item))
+        is_doc = _pk(item).startswith("DOC#") and "#T#" not in _sk(item)
+        if is_doc and item.get("state", {}).get("S") == "indexed":
+            found.add(_sk(item))
     return found
 
 

@@ -9,7 +9,6 @@ with the same idempotency key and arguments must converge to exactly one committ
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -51,11 +50,11 @@ def allowed_codes(kind: str, call: str) -> set[str]:
 
 
 @pytest.fixture
-def injector(world: World, monkeypatch: pytest.MonkeyPatch) -> Iterator[FaultInjector]:
+def injector(world: World, monkeypatch: pytest.MonkeyPatch) -> FaultInjector:
     """The world's clients, hooked; botocore's retry back-off shortened to zero."""
     monkeypatch.setattr(ExponentialBackoff, "delay_amount", lambda self, context: 0.0)
     world.record("warm-up")  # builds every client and service before hooking them
-    yield FaultInjector().attach(bootstrap.dynamodb_client(), bootstrap.kms_client())
+    return FaultInjector().attach(bootstrap.dynamodb_client(), bootstrap.kms_client())
 
 
 def prepare(world: World, tool: Tool, record_id: str) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -12,9 +12,11 @@ import random
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 import pytest
+from engram_memory import bootstrap
 from engram_memory.domain.context import Tool
 
 from tests.reliability.support import (
@@ -30,8 +32,11 @@ from tests.reliability.support import (
 THREADS = 12
 TARGETS = 6
 RETRIES = 6
+# BLOB_MISSING is tolerated here only because of the known defect pinned down (strict
+# xfail) by test_an_admission_overtaken_by_a_withdraw_answers_not_found_not_blob_missing.
+KNOWN_RACE_DEFECT = "BLOB_MISSING"
 DEFINITIVE_REFUSALS = {"ILLEGAL_TRANSITION", "ALREADY_TERMINAL", "NOT_FOUND", "DIGEST_CONFLICT",
-                       "gate_failed", "BLOB_MISSING"}
+                       "gate_failed", KNOWN_RACE_DEFECT}
 
 Task = tuple[str, Callable[[], dict[str, Any]]]
 
@@ -77,8 +82,8 @@ def _capture_tasks(world: World) -> tuple[list[Task], dict[str, dict[str, Any]]]
         key = new_key(f"race-capture-{n}")
         args, rival = capture_args(f"race {n}", key), capture_args(f"rival {n}", key)
         contents[key] = args
-        tasks += [(key, lambda a=args: world.call(Tool.CAPTURE, a)) for _ in range(3)]
-        tasks.append((key, lambda a=rival: world.call(Tool.CAPTURE, a)))
+        tasks += [(key, partial(world.call, Tool.CAPTURE, args)) for _ in range(3)]
+        tasks.append((key, partial(world.call, Tool.CAPTURE, rival)))
     return tasks, contents
 
 
@@ -91,8 +96,9 @@ def _gated_tasks(world: World, tool: Tool, target_field: str, target: str,
                 "reason_ref": "reason:race"}
         owners[args["idempotency_key"]] = target
         ref = world.approve(tool, args)
-        tasks += [(args["idempotency_key"], lambda a=args, r=ref: world.call(
-            tool, a, confirmation_ref=r)) for _ in range(copies)]
+        tasks += [(args["idempotency_key"], partial(world.call, tool, args,
+                                                    confirmation_ref=ref))
+                  for _ in range(copies)]
     return tasks
 
 
@@ -101,8 +107,8 @@ def _admission_tasks(world: World, candidate: str, owners: dict[str, str]) -> li
     for copies in (2, 1):
         args = {"candidate_id": candidate, "idempotency_key": new_key("race-admit")}
         owners[args["idempotency_key"]] = candidate
-        tasks += [(args["idempotency_key"], lambda a=args: world.call(
-            Tool.REQUEST_ADMISSION, a)) for _ in range(copies)]
+        tasks += [(args["idempotency_key"], partial(world.call, Tool.REQUEST_ADMISSION, args))
+                  for _ in range(copies)]
     return tasks
 
 
@@ -176,3 +182,36 @@ def test_concurrent_lifecycles_on_shared_targets_and_keys_keep_every_invariant(
     assert all(census.records[r] == "tombstoned" for r in records)
     eligible = {r for r, state in census.records.items() if state == "accepted_current"}
     assert projection_ids(world) == eligible
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known defect: AdmissionService._open reads the wrapped key, then the ciphertext; a "
+    "withdraw committing in between makes load_sealed raise BlobMissing (an operational "
+    "'stop and report' code) instead of re-reading the candidate (NOT_FOUND)"))
+def test_an_admission_overtaken_by_a_withdraw_answers_not_found_not_blob_missing(
+    world: World,
+) -> None:
+    world.record("warm-up")
+    candidate = world.capture("overtaken")
+    withdraw = {"candidate_id": candidate, "idempotency_key": new_key("overtake-wd"),
+                "reason_ref": "reason:race"}
+    ref = world.approve(Tool.WITHDRAW, withdraw)
+    fired: list[dict[str, Any]] = []
+
+    def overtake(params: dict[str, Any], **_: Any) -> None:
+        # The withdraw commits exactly between the admission's key read and blob read.
+        if not fired and "#BLOB#" in params["Key"]["sk"]["S"]:
+            fired.append(world.call(Tool.WITHDRAW, withdraw, confirmation_ref=ref))
+
+    events = bootstrap.dynamodb_client().meta.events
+    events.register("before-parameter-build.dynamodb.GetItem", overtake, unique_id="overtake")
+    try:
+        envelope = world.call(Tool.REQUEST_ADMISSION, {
+            "candidate_id": candidate, "idempotency_key": new_key("overtake-adm")})
+    finally:
+        events.unregister("before-parameter-build.dynamodb.GetItem", unique_id="overtake")
+    assert fired
+    assert ok(fired[0])["receipt"]["to_state"] == "withdrawn"
+    check_invariants(world)
+    assert envelope["ok"] is False
+    assert envelope["error"]["code"] == "NOT_FOUND"

@@ -131,9 +131,9 @@ class HostApi:
             return _response(refusal.status, {"error": refusal.error})
         except EngramError as exc:
             return _error_response(exc)
-        except Exception:
-            # Never echo the exception; the request id in the platform log ties it up.
-            logger.exception("host route failed")
+        except Exception as exc:
+            # Never echo or log the exception text (it may quote input): its class only.
+            logger.error("host route failed", extra={"error_class": type(exc).__name__})
             return _response(500, {"error": _INTERNAL})
 
     def _authenticate(self, authorization: str | None) -> MaintainerIdentity:

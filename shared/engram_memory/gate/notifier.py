@@ -20,11 +20,18 @@ from aws_lambda_powertools.utilities.batch import (
     process_partial_response,
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 logger = logging.getLogger(__name__)
 
 DETAIL_TYPE = "engram.confirmation.requested"
+
+
+class MalformedMessage(ValueError):
+    """A queue message that is not the workflow's (reported as a failed record)."""
+
+    def __init__(self) -> None:
+        super().__init__("malformed confirmation message")
 
 
 class TokenStore(Protocol):
@@ -93,9 +100,13 @@ class ConfirmationNotifier:
         ))
 
     def _record(self, record: SQSRecord) -> None:
-        message = QueueMessage.model_validate_json(record.body)
+        try:
+            message = QueueMessage.model_validate_json(record.body)
+        except ValidationError:
+            # A constant error: the validation detail would echo the body (and its token).
+            raise MalformedMessage() from None
         if message.kind != DETAIL_TYPE:
-            raise ValueError("unexpected message kind")
+            raise MalformedMessage()
         if not self._tokens.store_task_token(message.pk, message.sk, message.task_token):
             # Already decided/expired: nothing to notify; the message is done.
             logger.info("confirmation no longer awaiting", extra={"ref": message.elicitation_ref})

@@ -1,0 +1,213 @@
+"""What every bench shares: the local service, direct handler calls, MCP clients, tables.
+
+``Bench`` starts the one-machine service (moto server + MCP endpoint over HTTP + the
+projector pump) in this process, exactly as ``engram-memory serve`` does, and offers two
+ways to call a tool: ``direct`` (the tool's Lambda handler, in-process, on the moto
+server) and ``mcp`` (the official MCP Python SDK client over streamable HTTP to the local
+endpoint). Approvals for gated tools are written as the confirmation workflow leaves them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import os
+import platform
+import secrets
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+for entry in (str(ROOT), str(ROOT / "shared")):
+    if entry not in sys.path:
+        sys.path.insert(0, entry)
+
+import httpx2  # noqa: E402
+from engram_memory.adapters.inprocess_invoker import (  # noqa: E402
+    LocalLambdaContext,
+    default_functions_dir,
+    load_handler,
+)
+from engram_memory.domain.context import Tool  # noqa: E402
+from engram_memory.domain.intent import operation_digest  # noqa: E402
+from engram_memory.local.service import LocalConfig, RunningService, start_service  # noqa: E402
+from mcp import Client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+TENANT = "t-bench"
+WORKSPACE = "ws-bench"
+PURPOSE = "purpose:bench"
+PRINCIPAL = "bench-user"
+ALL_TOOLS = [t.value for t in Tool]
+
+
+def quiet() -> None:
+    """Keep the tables readable: Powertools JSON lines and EMF blobs off stdout."""
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
+    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+
+
+def capture_arguments(primary: str, context: str = "", key: str | None = None) -> dict[str, Any]:
+    """Valid capture arguments: ``primary`` as the decision, ``context`` as context."""
+    digest = "sha256:" + hashlib.sha256((primary + context).encode()).hexdigest()
+    components = [{"component_id": "c1", "kind": "decision", "text": primary or "untitled",
+                   "citation_ids": ["cit1"]}]
+    if context:
+        components.append({"component_id": "c2", "kind": "context", "text": context,
+                           "citation_ids": ["cit1"]})
+    return {
+        "idempotency_key": key or "bench-" + secrets.token_hex(10),
+        "payload": {
+            "schema_version": 2, "purpose_ref": PURPOSE,
+            "valid_time": {"t": 1_700_000_000_000},
+            "components": components, "primary_component_id": "c1",
+            "primary_event": {"at": 1_700_000_000_000, "type_ref": "event:bench",
+                              "citation_id": "cit1"},
+            "citations": [{"citation_id": "cit1", "source_ref": "bench:corpus",
+                           "locator": {"scheme": "urn", "value": "urn:bench:doc"},
+                           "content_digest": digest}],
+        },
+        "evidence": {"evidence_ref": "ev:bench", "evidence_digest": digest,
+                     "citation_ids": ["cit1"]},
+    }
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of non-empty ``values``."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub-flavoured Markdown table."""
+    def cell(value: Any) -> str:
+        return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def machine() -> str:
+    """nproc, CPU model, RAM and Python version of this machine."""
+    model = "unknown"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    ram = "unknown"
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        kb = int(Path("/proc/meminfo").read_text().split()[1])
+        ram = f"{kb / 1024 / 1024:.1f} GiB"
+    return (f"{os.cpu_count()} CPUs · {model} · {ram} RAM · Python "
+            f"{platform.python_version()} · {platform.system()} {platform.release()}")
+
+
+class Bench:
+    """A running local service and the two ways of calling its tools."""
+
+    def __init__(self) -> None:
+        """Start the service (moto server, endpoint, pumps) on a free loopback port."""
+        quiet()
+        self._saved = dict(os.environ)
+        self._data = tempfile.TemporaryDirectory(prefix="engram-bench-")
+        self.service: RunningService = start_service(LocalConfig(
+            port=0, data_dir=Path(self._data.name), tenant=TENANT,
+            workspaces=(WORKSPACE,)))
+        self.handlers: dict[str, Any] = {}
+
+    def close(self) -> None:
+        """Stop everything and restore the environment."""
+        self.service.stop()
+        self._data.cleanup()
+        os.environ.clear()
+        os.environ.update(self._saved)
+
+    # --- direct ---------------------------------------------------------------------------
+
+    def context(self, **overrides: Any) -> dict[str, Any]:
+        """The verified host context the endpoint would pass (wire form)."""
+        context: dict[str, Any] = {
+            "tenant_id": TENANT, "workspace_id": WORKSPACE, "principal": PRINCIPAL,
+            "agent_id": "bench-agent", "session_id": "bench-session", "purpose_ref": PURPOSE,
+            "audit_id": "audit-" + secrets.token_hex(6),
+            "deadline_ms": int(time.time() * 1000) + 60_000, "capabilities": ALL_TOOLS,
+            "confirmation_required": [], "token_id": "bench-" + secrets.token_hex(4),
+        }
+        context.update(overrides)
+        return context
+
+    def direct(self, tool: Tool, arguments: dict[str, Any], **ctx: Any) -> dict[str, Any]:
+        """Call the tool's Lambda handler in-process (the event crosses JSON, as in AWS)."""
+        handler = self.handlers.get(tool.value)
+        if handler is None:
+            handler = load_handler(default_functions_dir(), tool.value)
+            assert handler is not None
+            self.handlers[tool.value] = handler
+        event = json.loads(json.dumps({"tool": tool.value, "context": self.context(**ctx),
+                                       "arguments": arguments}))
+        envelope: dict[str, Any] = handler(event, LocalLambdaContext(tool.value))
+        return envelope
+
+    def approve(self, tool: Tool, arguments: dict[str, Any]) -> str:
+        """An approved, open confirmation for exactly this call; its reference."""
+        from engram_memory import bootstrap  # the wired client of this process
+
+        ref = "conf-" + secrets.token_hex(8)
+        now = int(time.time() * 1000)
+        bootstrap.dynamodb_client().put_item(
+            TableName=self.service.settings.table_name,
+            Item={"pk": {"S": f"CONF#{TENANT}#{WORKSPACE}"}, "sk": {"S": f"REF#{ref}"},
+                  "elicitation_ref": {"S": ref}, "state": {"S": "approved"},
+                  "tool": {"S": tool.value},
+                  "target": {"S": str(arguments.get("candidate_id")
+                                      or arguments.get("record_id"))},
+                  "operation_digest": {"S": operation_digest(tool, arguments)},
+                  "principal": {"S": PRINCIPAL}, "approved_at_ms": {"N": str(now - 1000)},
+                  "window_ends_at_ms": {"N": str(now + 300_000)}})
+        return ref
+
+    # --- over MCP -------------------------------------------------------------------------
+
+    def token(self, confirmation_ref: str | None = None) -> str:
+        """A host token for the bench principal (all six tools)."""
+        return self.service.mint(workspace=WORKSPACE, purpose_ref=PURPOSE,
+                                 capabilities=ALL_TOOLS, principal=PRINCIPAL,
+                                 confirmation_ref=confirmation_ref)
+
+    @asynccontextmanager
+    async def client(self, bearer: list[str]) -> AsyncIterator[Client]:
+        """An official SDK client; ``bearer[0]`` is sent with every request (mutable)."""
+        async def authorize(request: httpx2.Request) -> None:
+            request.headers["Authorization"] = f"Bearer {bearer[0]}"
+
+        async with (
+            httpx2.AsyncClient(timeout=60, event_hooks={"request": [authorize]}) as http,
+            Client(streamable_http_client(self.service.mcp_url, http_client=http),
+                   mode="auto", cache=None) as session,
+        ):
+            yield session
+
+
+def envelope_of(result: Any) -> dict[str, Any]:
+    """The envelope an MCP CallToolResult carries."""
+    envelope: dict[str, Any] = result.structured_content
+    return envelope
+
+
+def value_of(envelope: dict[str, Any]) -> dict[str, Any]:
+    """The success value; raises with the contract code otherwise."""
+    if not envelope.get("ok"):
+        raise RuntimeError(f"tool failed: {envelope.get('error', {}).get('code')}")
+    value: dict[str, Any] = envelope["output"]["value"]
+    return value

@@ -1,0 +1,153 @@
+"""Latency of the six tools, direct vs. over MCP, and the AWS calls each one makes.
+
+Run: ``.venv/bin/python bench/tool_latency.py [--quick] [--calls N]``. For each tool, N
+calls (default 500) (a) to the tool's Lambda handler in-process against the local moto
+server and (b) through the full path: the official MCP Python SDK client → the local HTTP
+endpoint → the same handler. Prints p50/p95/p99 in milliseconds, the overhead ratio
+(b)/(a) at p50, and the AWS API calls per tool call (botocore ``before-call`` hook) beside
+the design minimum (bench/README.md). Preparation (fresh candidates, records, approvals,
+tokens) is never inside a timed region.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from harness import Bench, capture_arguments, envelope_of, machine, percentile, table, value_of
+
+from aws_calls import DESIGN_MINIMUM, AwsCallCounter, describe, total
+from engram_memory import bootstrap
+from engram_memory.domain.context import Tool
+from engram_memory.local.projector_pump import drain
+
+TOPICS = ("ingest queue retries", "release branch smoke suite", "cache eviction policy",
+          "database failover drill", "token rotation schedule", "incident review notes")
+Prepared = tuple[dict[str, Any], str | None]
+
+
+class Workload:
+    """Fresh, valid arguments for one call of each tool (untimed preparation)."""
+
+    def __init__(self, bench: Bench, seeded: list[str]) -> None:
+        """``seeded``: accepted record ids searchable in the projection."""
+        self.bench = bench
+        self.seeded = seeded
+        self.n = 0
+
+    def _text(self) -> str:
+        self.n += 1
+        return f"Note {self.n} on {TOPICS[self.n % len(TOPICS)]} with detail {time.time_ns()}"
+
+    def pending(self) -> str:
+        """A fresh pending candidate id."""
+        envelope = self.bench.direct(Tool.CAPTURE, capture_arguments(self._text()))
+        return str(value_of(envelope)["candidate_id"])
+
+    def record(self) -> str:
+        """A fresh accepted record id."""
+        envelope = self.bench.direct(Tool.REQUEST_ADMISSION, {
+            "candidate_id": self.pending(), "idempotency_key": f"bench-admit-{time.time_ns()}"})
+        return str(value_of(envelope)["outcome"]["record_id"])
+
+    def prepare(self, tool: Tool) -> Prepared:
+        """(arguments, confirmation reference or None) for one call of ``tool``."""
+        key = f"bench-{tool.value}-{time.time_ns()}"
+        if tool is Tool.SEARCH:
+            return {"query": TOPICS[self.n % len(TOPICS)], "purpose_ref": "purpose:bench"}, None
+        if tool is Tool.GET:
+            self.n += 1
+            return {"record_id": self.seeded[self.n % len(self.seeded)],
+                    "purpose_ref": "purpose:bench"}, None
+        if tool is Tool.CAPTURE:
+            return capture_arguments(self._text(), key=key), None
+        if tool is Tool.REQUEST_ADMISSION:
+            return {"candidate_id": self.pending(), "idempotency_key": key}, None
+        field, target = (("candidate_id", self.pending()) if tool is Tool.WITHDRAW
+                         else ("record_id", self.record()))
+        args = {field: target, "idempotency_key": key, "reason_ref": "reason:bench"}
+        return args, self.bench.approve(tool, args)
+
+
+def run_direct(bench: Bench, work: Workload, tool: Tool, calls: int,
+               counter: AwsCallCounter) -> tuple[list[float], Counter[str], int]:
+    """Timings (ms), AWS calls made, errors — handler called in-process."""
+    timings: list[float] = []
+    made: Counter[str] = Counter()
+    errors = 0
+    for _ in range(calls):
+        args, ref = work.prepare(tool)
+        ctx = {"confirmation_ref": ref} if ref else {}
+        with counter.measure() as delta:
+            start = time.perf_counter()
+            envelope = bench.direct(tool, args, **ctx)
+            timings.append((time.perf_counter() - start) * 1000)
+        made.update(delta)
+        errors += not envelope["ok"]
+    return timings, made, errors
+
+
+async def run_mcp(bench: Bench, work: Workload, tool: Tool, calls: int) -> tuple[list[float], int]:
+    """Timings (ms) and errors over the full MCP path (one SDK client session)."""
+    timings: list[float] = []
+    errors = 0
+    bearer = [bench.token()]
+    async with bench.client(bearer) as client:
+        for _ in range(calls):
+            args, ref = work.prepare(tool)
+            bearer[0] = bench.token(confirmation_ref=ref) if ref else bench.token()
+            start = time.perf_counter()
+            result = await client.call_tool(tool.mcp_name, args)
+            timings.append((time.perf_counter() - start) * 1000)
+            errors += not envelope_of(result)["ok"]
+    return timings, errors
+
+
+def seed(bench: Bench, records: int) -> list[str]:
+    """Accepted, projected records for search and get to find."""
+    work = Workload(bench, [])
+    ids = [work.record() for _ in range(records)]
+    drain(bench.service.settings)
+    return ids
+
+
+def row(tool: Tool, direct: list[float], over_mcp: list[float], made: Counter[str],
+        calls: int, errors: int) -> list[Any]:
+    """One table row."""
+    per_call = Counter({name: n / calls for name, n in made.items()})
+    stats: Callable[[list[float]], list[float]] = lambda t: [percentile(t, q) for q in (50, 95, 99)]
+    return [tool.value, *stats(direct), *stats(over_mcp),
+            percentile(over_mcp, 50) / percentile(direct, 50), f"{total(per_call):.1f}",
+            describe(per_call), describe(DESIGN_MINIMUM[tool.value]), errors]
+
+
+def main() -> None:
+    """Measure and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run (20 calls per tool)")
+    parser.add_argument("--calls", type=int, default=500)
+    options = parser.parse_args()
+    calls = 20 if options.quick else options.calls
+    bench = Bench()
+    try:
+        seeded = seed(bench, 10 if options.quick else 100)
+        counter = AwsCallCounter().attach([bootstrap.dynamodb_client(), bootstrap.kms_client()])
+        work = Workload(bench, seeded)
+        rows = []
+        for tool in Tool:
+            direct, made, direct_errors = run_direct(bench, work, tool, calls, counter)
+            over_mcp, mcp_errors = asyncio.run(run_mcp(bench, work, tool, calls))
+            rows.append(row(tool, direct, over_mcp, made, calls, direct_errors + mcp_errors))
+    finally:
+        bench.close()
+    print(f"tool latency, {calls} calls per tool and path, {len(seeded)} records; {machine()}")
+    print(table(["tool", "direct p50 ms", "p95", "p99", "MCP p50 ms", "p95", "p99",
+                 "MCP/direct p50", "AWS calls", "measured", "design minimum", "errors"], rows))
+
+
+if __name__ == "__main__":
+    main()
