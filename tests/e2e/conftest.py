@@ -19,7 +19,9 @@ PURPOSE = "purpose:e2e"
 MODES = ("auto", "legacy")
 
 
-@pytest.fixture(scope="session")
+# Package scope: the service changes the process environment (AWS_ENDPOINT_URL → moto server),
+# which must be restored before other tiers run their in-process moto mocks.
+@pytest.fixture(scope="package")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService]:
     saved = dict(os.environ)
     data_dir: Path = tmp_path_factory.mktemp("engram-data")
