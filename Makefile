@@ -17,8 +17,11 @@ serve: $(STAMP)
 	$(BIN)/engram-memory serve $(ARGS)
 
 ## Run every test tier (unit, integration on moto, e2e over HTTP, CDK synthesis + cdk-nag).
+# The e2e tier runs in its own process: its local service runs a moto server inside the test
+# process, and moto's backends are process-global, so in-process mock_aws tests must not share it.
 test: $(STAMP)
-	$(BIN)/python -m pytest $(ARGS)
+	$(BIN)/python -m pytest --ignore=tests/e2e $(ARGS)
+	$(BIN)/python -m pytest tests/e2e $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check shared functions infra tests bench

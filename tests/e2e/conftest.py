@@ -1,4 +1,9 @@
-"""The real local service, started once per e2e session on a free loopback port."""
+"""The real local service, started once per e2e session on a free loopback port.
+
+This tier runs in its own pytest process (see the Makefile): the service runs a moto server
+in this process, and moto's backends are process-global, so mixing it with the in-process
+``mock_aws`` tiers would let one reset the other's state.
+"""
 
 from __future__ import annotations
 
@@ -19,9 +24,7 @@ PURPOSE = "purpose:e2e"
 MODES = ("auto", "legacy")
 
 
-# Package scope: the service changes the process environment (AWS_ENDPOINT_URL → moto server),
-# which must be restored before other tiers run their in-process moto mocks.
-@pytest.fixture(scope="package")
+@pytest.fixture(scope="session")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService]:
     saved = dict(os.environ)
     data_dir: Path = tmp_path_factory.mktemp("engram-data")
