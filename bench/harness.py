@@ -18,6 +18,7 @@ import platform
 import secrets
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -113,18 +114,48 @@ def machine() -> str:
             f"{platform.python_version()} · {platform.system()} {platform.release()}")
 
 
+_MOTO_LOCK = threading.RLock()
+
+
+def serialize_moto_dynamodb() -> None:
+    """Make the in-process moto server's DynamoDB serializable, as DynamoDB is.
+
+    moto's TransactWriteItems deep-copies whole tables to roll back a failed condition;
+    served from several threads at once it can fail ("dictionary changed size") or undo
+    another request's commit. One lock per request (what tests/integration/conftest.py
+    does for mock_aws) makes concurrent clients measurable.
+    """
+    from moto.dynamodb.responses import DynamoHandler
+
+    if getattr(DynamoHandler.call_action, "_engram_serialized", False):
+        return
+    original = DynamoHandler.call_action
+
+    def call_action(self: Any) -> Any:
+        with _MOTO_LOCK:
+            return original(self)
+
+    call_action._engram_serialized = True  # type: ignore[attr-defined]
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+
+
 class Bench:
     """A running local service and the two ways of calling its tools."""
 
     def __init__(self) -> None:
         """Start the service (moto server, endpoint, pumps) on a free loopback port."""
         quiet()
+        serialize_moto_dynamodb()
         self._saved = dict(os.environ)
         self._data = tempfile.TemporaryDirectory(prefix="engram-bench-")
         self.service: RunningService = start_service(LocalConfig(
             port=0, data_dir=Path(self._data.name), tenant=TENANT,
             workspaces=(WORKSPACE,)))
         self.handlers: dict[str, Any] = {}
+
+    def pause_pumps(self) -> None:
+        """Stop the projector and queue pumps (their work is not part of a tool call)."""
+        self.service.stop_event.set()
 
     def close(self) -> None:
         """Stop everything and restore the environment."""

@@ -32,8 +32,8 @@ def reset_wiring() -> None:
     _notifier.cache_clear()
 
 
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
+@logger.inject_lambda_context(log_event=False, clear_state=True)
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Partial batch response for one SQS batch."""
     return _notifier().handle(event, context)

@@ -6,9 +6,11 @@ from typing import Any
 
 from engram_memory import bootstrap
 from engram_memory.domain.context import Tool
-from engram_memory.runtime import metrics, run_tool, tracer
+from engram_memory.runtime import logger, metrics, run_tool, tracer
 
 
+# clear_state: local mode runs every handler on one shared logger; no stale keys.
+@logger.inject_lambda_context(log_event=False, clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from engram_memory.domain.context import Tool
 from engram_memory.runtime import logger, metrics, run_tool, tracer
 
 
-@logger.inject_lambda_context(log_event=False)
+@logger.inject_lambda_context(log_event=False, clear_state=True)
 @metrics.log_metrics
 # The response holds memory content: never record it in a trace.
 @tracer.capture_lambda_handler(capture_response=False)

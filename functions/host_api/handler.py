@@ -2,36 +2,33 @@
 
 Confirmation requests and decisions (the Step Functions gate) and the adjudication of a
 ``pending_adjudication`` candidate. Authenticated by a host-operator token carrying the
-``maintain`` permission; see docs/confirmation.md.
+``maintain`` permission; see docs/confirmation.md. Adjudication is not done here: it is
+sent to the request_admission Lambda (the only function that may decrypt a candidate).
 """
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from typing import Any
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from engram_memory import bootstrap
 from engram_memory.adapters.stepfunctions.clients import gate_clients
-from engram_memory.domain.context import Scope
 from engram_memory.gate.host_api import HostApi
-from engram_memory.gate.wiring import build_host_api
+from engram_memory.gate.wiring import adjudication_invoker, build_host_api
+from engram_memory.settings import Settings
 
 logger = Logger(service="engram-host-api")
 tracer = Tracer(service="engram-host-api")
 
 
-def _adjudicate(scope: Scope, candidate_id: str, decision: str, approver: str) -> dict[str, Any]:
-    # Resolved per call so the admission service is only built when this route is used.
-    return bootstrap.admission_service().adjudicate(scope, candidate_id, decision, approver)
-
-
 @cache
 def _api() -> HostApi:
     """Built once per container, on first call."""
-    settings = bootstrap.settings()
-    return build_host_api(settings, gate_clients(settings), _adjudicate)
+    settings = Settings.from_env()
+    return build_host_api(settings, gate_clients(settings),
+                          adjudication_invoker(settings, os.environ))
 
 
 def reset_wiring() -> None:
@@ -39,8 +36,9 @@ def reset_wiring() -> None:
     _api.cache_clear()
 
 
-@logger.inject_lambda_context
-@tracer.capture_lambda_handler
+@logger.inject_lambda_context(log_event=False, clear_state=True)
+# Responses carry admission outcomes and confirmation details: never into a trace.
+@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """One HTTP API v2 event → one v2 response."""
     return _api().handle(event)

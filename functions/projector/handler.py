@@ -49,7 +49,7 @@ def record_handler(record: DynamoDBRecord) -> None:
         raise StoreUnavailable from None
 
 
-@logger.inject_lambda_context(log_event=False)
+@logger.inject_lambda_context(log_event=False, clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Partial batch response (``batchItemFailures``) for one stream batch."""

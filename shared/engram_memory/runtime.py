@@ -7,6 +7,9 @@ success envelope. Every failure becomes the failure envelope: an ``EngramError``
 class; anything else as the generic retriable error, logged by class name only (never
 ``str(exc)``: an exception text may quote memory content).
 
+``run_adjudication`` is the same boundary for the host's adjudication event, which only
+the request_admission Lambda accepts (docs/confirmation.md, "Adjudication").
+
 Log lines carry ``tool``, ``audit_id`` and ``token_id`` only: never arguments or content.
 """
 
@@ -22,9 +25,13 @@ from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ValidationError
 
 from engram_memory.contract.envelope import failure, failure_for_unexpected, success
-from engram_memory.contract.invocation import ToolInvocation
+from engram_memory.contract.invocation import (
+    ADJUDICATION_KIND,
+    AdjudicationInvocation,
+    ToolInvocation,
+)
 from engram_memory.contract.validation import validate_arguments
-from engram_memory.domain.context import InvocationContext, Tool
+from engram_memory.domain.context import InvocationContext, Scope, Tool
 from engram_memory.domain.errors import (
     DeadlineExceeded,
     EngramError,
@@ -47,6 +54,12 @@ for _noisy in ("botocore", "boto3", "urllib3", "s3transfer"):
 
 ToolService = Callable[[InvocationContext, BaseModel], Mapping[str, Any]]
 """A use case: (verified context, validated argument model) → the tool's ``value``."""
+
+Adjudicator = Callable[[Scope, str, str, str], Mapping[str, Any]]
+"""Host adjudication: (scope, candidate_id, "accept"|"reject", approver) → the value."""
+
+ScopeCheck = Callable[[Scope], bool]
+"""Whether this deployment serves a scope (its tenant, one of its workspaces)."""
 
 _LOG_KEYS = ("tool", "audit_id", "token_id")
 _UNKNOWN_AUDIT_ID = "unavailable"
@@ -124,3 +137,55 @@ def run_tool(
         return failure_for_unexpected(audit_id)
     finally:
         logger.remove_keys(list(_LOG_KEYS))
+
+
+def is_adjudication(event: object) -> bool:
+    """True for an event that claims to be a host adjudication (``kind`` present).
+
+    Such an event is then validated as an ``AdjudicationInvocation`` only; a
+    ``ToolInvocation`` has no ``kind`` and can never be routed here.
+    """
+    return isinstance(event, Mapping) and "kind" in event
+
+
+def _adjudicate(event: object, resolve: Callable[[], Adjudicator],
+                serves: ScopeCheck) -> dict[str, Any]:
+    try:
+        invocation = AdjudicationInvocation.model_validate(event)
+    except (ValidationError, ValueError, TypeError):
+        raise InvalidSchema from None
+    logger.append_keys(tool=ADJUDICATION_KIND, audit_id=invocation.audit_id)
+    if not serves(invocation.scope):
+        raise Unauthorized
+    value = resolve()(invocation.scope, invocation.candidate_id, invocation.decision,
+                      invocation.approver)
+    return success(dict(value), invocation.audit_id)
+
+
+def run_adjudication(event: object, resolve: Callable[[], Adjudicator],
+                     serves: ScopeCheck) -> dict[str, Any]:
+    """Run one host adjudication event and return the envelope dict (never raises)."""
+    audit_id = _adjudication_audit_id(event)
+    try:
+        envelope = _adjudicate(event, resolve, serves)
+        metrics.add_metric(name="adjudication.ok", unit=MetricUnit.Count, value=1)
+        return envelope
+    except EngramError as exc:
+        logger.info("adjudication refused", extra={"error_code": exc.code})
+        metrics.add_metric(name=f"error.{exc.code}", unit=MetricUnit.Count, value=1)
+        return failure(exc, audit_id)
+    except Exception as exc:  # the boundary: nothing escapes as raw text
+        logger.error("adjudication failed unexpectedly",
+                     extra={"error_class": type(exc).__name__})
+        metrics.add_metric(name="error.UNEXPECTED", unit=MetricUnit.Count, value=1)
+        return failure_for_unexpected(audit_id)
+    finally:
+        logger.remove_keys(list(_LOG_KEYS))
+
+
+def _adjudication_audit_id(event: object) -> str:
+    if isinstance(event, Mapping):
+        audit_id = event.get("audit_id")
+        if isinstance(audit_id, str) and 0 < len(audit_id) <= 256:
+            return audit_id
+    return _UNKNOWN_AUDIT_ID

@@ -245,3 +245,20 @@ def test_the_gate_functions_are_told_where_the_gate_lives(synthesized: Synthesiz
     from engram_memory.gate.wiring import EVENT_BUS_ENV
 
     assert notifier_env[EVENT_BUS_ENV] == {"Ref": bus}
+
+
+def test_only_the_mcp_endpoint_and_the_host_api_can_invoke_request_admission(
+        synthesized: Synthesized) -> None:
+    from engram_memory.gate.wiring import ADMISSION_FUNCTION_ENV
+
+    template = synthesized.template
+    functions = function_logical_ids(template)
+    admission = functions["request_admission"]
+    assert _granting(synthesized, "lambda:InvokeFunction", admission) == {
+        "mcp_endpoint", "host_api"}
+    # The host API adjudicates by invoking it by name (engram_memory.gate.wiring reads it).
+    host_env = template["Resources"][functions["host_api"]]["Properties"]["Environment"]
+    assert host_env["Variables"][ADMISSION_FUNCTION_ENV] == {"Ref": admission}
+    # No resource-based policy opens the one decrypting function to anyone else.
+    assert not [lid for lid, r in synthesized.resources("AWS::Lambda::Permission").items()
+                if refers_to(r["Properties"]["FunctionName"], admission)]

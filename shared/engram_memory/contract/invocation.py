@@ -4,14 +4,20 @@ Same shape whether it travels through ``lambda:Invoke`` (AWS) or a direct in-pro
 (local mode and tests): the verified host context plus the raw, not yet validated,
 arguments. The tool Lambda validates the arguments itself (closed schema) and answers
 with the envelope dict.
+
+``AdjudicationInvocation`` is the one other event: the host API (never the MCP endpoint)
+asks the request_admission Lambda, the only function allowed to decrypt a candidate, to
+settle a ``pending_adjudication`` candidate. It shares no field name with a
+``ToolInvocation`` and both models are closed, so neither can be read as the other.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from engram_memory.contract.types import CandidateId, OpaqueRef
 from engram_memory.domain.context import InvocationContext, Scope, Tool
 
 
@@ -76,3 +82,35 @@ class ToolInvocation(BaseModel):
     tool: Tool
     context: ContextModel
     arguments: dict[str, Any]
+
+
+ADJUDICATION_KIND = "adjudication"
+
+
+def _no_key_separator(value: str) -> str:
+    # Scope ids become storage-key parts joined by '#': never let one carry a separator.
+    if "#" in value:
+        raise ValueError("not a scope id")
+    return value
+
+
+ScopeId = Annotated[OpaqueRef, AfterValidator(_no_key_separator)]
+
+
+class AdjudicationInvocation(BaseModel):
+    """``{kind: "adjudication", …}``: the host's decision on a held candidate."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    kind: Literal["adjudication"]
+    tenant_id: ScopeId
+    workspace_id: ScopeId
+    candidate_id: CandidateId
+    decision: Literal["accept", "reject"]
+    approver: OpaqueRef
+    audit_id: str = Field(min_length=1, max_length=256)
+
+    @property
+    def scope(self) -> Scope:
+        """The exact scope the host bound the decision to."""
+        return Scope(self.tenant_id, self.workspace_id)

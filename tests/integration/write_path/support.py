@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram_memory import bootstrap
+from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
 from engram_memory.contract.validation import canonical_arguments, validate_arguments
 from engram_memory.domain.context import InvocationContext, Scope, Tool
 from engram_memory.domain.errors import GateFailed
@@ -34,9 +35,14 @@ HANDLERS = {
 SCOPE = Scope(TENANT_ID, WORKSPACE_ID)
 
 
+def lambda_context(tool: Tool) -> LocalLambdaContext:
+    """The Lambda context the tool's function receives (Powertools reads it)."""
+    return LocalLambdaContext(f"engram-{tool.value}")
+
+
 def call(tool: Tool, args: Any, **ctx: Any) -> dict[str, Any]:
     """Invoke the tool's Lambda handler with a realistic internal event."""
-    envelope = HANDLERS[tool](make_event(tool, args, **ctx), None)
+    envelope = HANDLERS[tool](make_event(tool, args, **ctx), lambda_context(tool))
     # Every envelope must survive JSON: it crosses lambda:Invoke.
     return json.loads(json.dumps(envelope))
 

@@ -28,6 +28,7 @@ from tests.integration.write_path.support import (
     code,
     forget_args,
     install_approval_gate,
+    lambda_context,
     op_digest,
     value,
     withdraw_args,
@@ -130,20 +131,21 @@ def test_throttling_is_rate_limited_and_nothing_is_written(aws: AwsEnv) -> None:
 
 def test_the_recorded_internal_events_run_through_the_handlers(aws: AwsEnv) -> None:
     event = json.loads((EVENTS / "tool_capture.json").read_text())
-    envelope = capture_handler(event, None)
+    envelope = capture_handler(event, lambda_context(Tool.CAPTURE))
     assert value(envelope)["status"] == "committed_pending"
     assert envelope["auditId"] == "audit-capture-0001"
 
 
 def test_a_malformed_internal_event_is_invalid_schema(aws: AwsEnv) -> None:
-    envelope = capture_handler({"tool": "capture", "context": {}}, None)
+    envelope = capture_handler({"tool": "capture", "context": {}},
+                               lambda_context(Tool.CAPTURE))
     assert code(envelope) == "INVALID_SCHEMA"
     assert envelope["auditId"] == "unavailable"
 
 
 def test_an_event_for_another_tool_or_an_ungranted_tool_is_unauthorized(aws: AwsEnv) -> None:
     event = json.loads((EVENTS / "tool_request_admission.json").read_text())
-    assert code(capture_handler(event, None)) == "UNAUTHORIZED"
+    assert code(capture_handler(event, lambda_context(Tool.CAPTURE))) == "UNAUTHORIZED"
     ungranted = call(Tool.CAPTURE, valid_capture_args(), capabilities=["search", "get"])
     assert code(ungranted) == "UNAUTHORIZED"
 

@@ -11,15 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
-from engram_memory.domain.errors import (
-    EngramError,
-    GateFailed,
-    IllegalTransition,
-    RateLimited,
-    StoreUnavailable,
-)
+from engram_memory.adapters.dynamodb.errors import translate_conditional, translate_read
+from engram_memory.domain.errors import GateFailed, IllegalTransition
 from engram_memory.services.confirmation import (
     REF_RE,
     Confirmation,
@@ -30,12 +25,6 @@ from engram_memory.services.confirmation import (
 if TYPE_CHECKING:
     from engram_memory.domain.context import InvocationContext, Scope, Tool
 
-_THROTTLING = frozenset({
-    "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
-})
-_CONDITION_FAILED = "ConditionalCheckFailedException"
-
-
 def confirmation_key(scope: Scope, elicitation_ref: str) -> dict[str, str]:
     """The plain-string key of a confirmation item (the workflow input carries it)."""
     return {"pk": f"CONF#{scope.key}", "sk": f"REF#{elicitation_ref}"}
@@ -43,16 +32,6 @@ def confirmation_key(scope: Scope, elicitation_ref: str) -> dict[str, str]:
 
 def _typed_key(scope: Scope, elicitation_ref: str) -> dict[str, Any]:
     return {name: {"S": value} for name, value in confirmation_key(scope, elicitation_ref).items()}
-
-
-def translate_error(exc: ClientError, on_condition: type[EngramError]) -> EngramError:
-    """The one place that reads ClientError codes for confirmation items."""
-    code = exc.response.get("Error", {}).get("Code", "")
-    if code == _CONDITION_FAILED:
-        return on_condition()
-    if code in _THROTTLING:
-        return RateLimited()
-    return StoreUnavailable()
 
 
 def _int(item: dict[str, Any], name: str) -> int | None:
@@ -98,8 +77,9 @@ class DynamoConfirmationStore:
             response = self._client.get_item(
                 TableName=self._table, Key=_typed_key(scope, elicitation_ref), ConsistentRead=True,
             )
-        except ClientError as exc:
-            raise translate_error(exc, StoreUnavailable) from exc
+        except (ClientError, BotoCoreError) as exc:
+            # Connection failures, timeouts and throttling too (errors.py, the one translator).
+            raise translate_read(exc) from exc
         item = response.get("Item")
         return confirmation_from_item(item) if item else None
 
@@ -122,8 +102,8 @@ class DynamoConfirmationStore:
                     ":awaiting": {"S": ConfirmationState.AWAITING_DECISION.value},
                 },
             )
-        except ClientError as exc:
-            raise translate_error(exc, IllegalTransition) from exc
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_conditional(exc, IllegalTransition) from exc
 
     def store_task_token(self, pk: str, sk: str, task_token: str) -> bool:
         """Attach the workflow's task token; False when the item moved on (drop the message).
@@ -144,8 +124,8 @@ class DynamoConfirmationStore:
                     ":t": {"S": task_token},
                 },
             )
-        except ClientError as exc:
-            error = translate_error(exc, IllegalTransition)
+        except (ClientError, BotoCoreError) as exc:
+            error = translate_conditional(exc, IllegalTransition)
             if isinstance(error, IllegalTransition):
                 return False
             raise error from exc

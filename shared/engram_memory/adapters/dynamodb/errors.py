@@ -1,8 +1,10 @@
 """The ONLY code that reads DynamoDB ``ClientError`` codes and botocore failures.
 
-Reads: throttling → RATE_LIMITED; anything else from the service or the network →
-STORE_UNAVAILABLE. Commits (TransactWriteItems): cancellation reasons are read by element
-index — a failed condition on the idempotency item, the journal head/event, the state
+Reads: throttling → RATE_LIMITED; anything else from the service or the network
+(EndpointConnectionError, ConnectTimeoutError, ReadTimeoutError, …) → STORE_UNAVAILABLE.
+Conditional single-item writes (confirmation items): a failed condition → the caller's
+error, anything else as a read. Commits (TransactWriteItems): cancellation reasons are read
+by element index — a failed condition on the idempotency item, the journal head/event, the state
 items or the confirmation item becomes CommitConflict (the service re-reads) or GateFailed;
 a transport failure (timeout, dropped connection) means the commit may have happened →
 MUTATION_OUTCOME_UNKNOWN, and a retry with the same key then returns the stored result.
@@ -32,6 +34,7 @@ THROTTLING_CODES = frozenset({
     "ProvisionedThroughputExceeded",  # as a cancellation reason code
     "ThrottlingError",
 })
+CONDITION_FAILED = "ConditionalCheckFailedException"
 _CONFLICT_BY_KIND = {
     ElementKind.IDEMPOTENCY: ConflictKind.IDEMPOTENCY,
     ElementKind.HEAD: ConflictKind.HEAD,
@@ -49,6 +52,18 @@ def translate_read(exc: ClientError | BotoCoreError) -> EngramError:
     if isinstance(exc, ClientError) and error_code(exc) in THROTTLING_CODES:
         return RateLimited()
     return StoreUnavailable()
+
+
+def translate_conditional(exc: ClientError | BotoCoreError,
+                          on_condition: type[EngramError]) -> EngramError:
+    """A failed conditional single-item write → ``on_condition``, else as a read.
+
+    A connection or timeout failure is STORE_UNAVAILABLE (retriable): the single item's
+    condition makes a retry of a write that did land fail as ``on_condition``.
+    """
+    if isinstance(exc, ClientError) and error_code(exc) == CONDITION_FAILED:
+        return on_condition()
+    return translate_read(exc)
 
 
 def translate_commit(exc: ClientError | BotoCoreError,

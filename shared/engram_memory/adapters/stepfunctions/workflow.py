@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from engram_memory.adapters.dynamodb.confirmations import confirmation_key
 from engram_memory.domain.errors import (
@@ -29,8 +29,11 @@ _THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
 _NOT_AWAITING = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
 
 
-def translate_error(exc: ClientError) -> EngramError:
-    """The one place that reads Step Functions ClientError codes."""
+def translate_error(exc: ClientError | BotoCoreError) -> EngramError:
+    """The one place that reads Step Functions ClientError codes (and transport failures)."""
+    if isinstance(exc, BotoCoreError):
+        # Unreachable, timed out: retriable, the host answers 503 and may ask again.
+        return StoreUnavailable()
     code = exc.response.get("Error", {}).get("Code", "")
     if code in _NOT_AWAITING:
         return IllegalTransition()
@@ -78,7 +81,7 @@ class StepFunctionsConfirmationWorkflow:
                 name=request.elicitation_ref,
                 input=json.dumps(execution_input(request), sort_keys=True),
             )
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise translate_error(exc) from exc
 
     def approve(self, task_token: str, approved_at_ms: int, window_ends_at_ms: int) -> None:
@@ -87,7 +90,7 @@ class StepFunctionsConfirmationWorkflow:
                   "window_ends_at_ms": str(window_ends_at_ms)}
         try:
             self._client.send_task_success(taskToken=task_token, output=json.dumps(output))
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise translate_error(exc) from exc
 
     def reject(self, task_token: str) -> None:
@@ -97,5 +100,5 @@ class StepFunctionsConfirmationWorkflow:
                 taskToken=task_token, error=REJECTED_ERROR,
                 cause="The human rejected the operation.",
             )
-        except ClientError as exc:
+        except (ClientError, BotoCoreError) as exc:
             raise translate_error(exc) from exc
