@@ -63,7 +63,9 @@ class Settings:
             admission_policy_id=e.get("ENGRAM_ADMISSION_POLICY_ID", "default"),
             admission_policy_version=e.get("ENGRAM_ADMISSION_POLICY_VERSION", "1"),
             admission_mode=e.get("ENGRAM_ADMISSION_MODE", "accept"),
-            retention_ceiling_ms=int(e.get("ENGRAM_RETENTION_CEILING_MS", str(365 * 24 * 3600 * 1000))),
+            retention_ceiling_ms=int(
+                e.get("ENGRAM_RETENTION_CEILING_MS", str(365 * 24 * 3600 * 1000))
+            ),
             retain_allowed=e.get("ENGRAM_RETAIN_ALLOWED", "false").lower() == "true",
             reconciliation_families=_csv(e.get("ENGRAM_RECONCILIATION_FAMILIES", "")),
             redaction_allowlist=_csv(e.get("ENGRAM_REDACTION_ALLOWLIST", "")),

@@ -6,7 +6,6 @@ import hashlib
 import json
 
 import pytest
-
 from engram_memory.domain.canonical import (
     DigestKind,
     canonical_json,
@@ -71,7 +70,10 @@ def test_record_id_is_mem_plus_lowercase_unpadded_base32() -> None:
     rid = record_id_for("sha256:" + "00" * 32)
     assert rid == "mem_" + "a" * 52
     rid = record_id_for("sha256:" + "ff" * 32)
-    assert rid.startswith("mem_") and "=" not in rid and rid == rid.lower() and len(rid) == 56
+    assert rid.startswith("mem_")
+    assert "=" not in rid
+    assert rid == rid.lower()
+    assert len(rid) == 56
 
 
 @pytest.mark.parametrize("value", ["sha256:" + "a" * 64, "sha256:" + "0123456789abcdef" * 4])
@@ -81,7 +83,14 @@ def test_well_formed_digests_are_recognised(value: str) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["sha256:" + "A" * 64, "sha256:" + "a" * 63, "sha256:" + "a" * 65, "sha512:" + "a" * 64, "a" * 64, ""],
+    [
+        "sha256:" + "A" * 64,
+        "sha256:" + "a" * 63,
+        "sha256:" + "a" * 65,
+        "sha512:" + "a" * 64,
+        "a" * 64,
+        "",
+    ],
 )
 def test_malformed_digests_are_refused(value: str) -> None:
     assert not is_digest(value)

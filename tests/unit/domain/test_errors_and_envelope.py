@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from engram_memory.contract.envelope import failure, failure_for_unexpected, success
 from engram_memory.domain import errors
 
@@ -32,7 +31,7 @@ def test_every_error_message_is_a_constant_that_ignores_caller_detail() -> None:
     for cls in errors.ALL_ERRORS:
         err = cls()
         assert str(err) == cls.message
-        assert cls.message and cls.message.endswith(".")
+        assert cls.message.endswith(".")
 
 
 def test_success_envelope_shape() -> None:
@@ -61,4 +60,8 @@ def test_failure_envelope_carries_code_retriable_and_constant_message(
 
 def test_an_unexpected_exception_becomes_a_generic_retriable_failure() -> None:
     env = failure_for_unexpected("audit-3")
-    assert env["error"]["code"] == "STORE_UNAVAILABLE" and env["error"]["retriable"] is True
+    assert env["error"] == {
+        "code": "STORE_UNAVAILABLE",
+        "message": "The memory store is unavailable.",
+        "retriable": True,
+    }
