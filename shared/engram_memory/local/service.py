@@ -152,7 +152,8 @@ def _provision(home: Path, restore: bool) -> None:
 def _start_pumps(settings: Settings, stop_event: threading.Event) -> list[threading.Thread]:
     threads = []
     for module, name in (("engram_memory.local.projector_pump", "run_projector_pump"),
-                         ("engram_memory.local.queue_pump", "run_queue_pump")):
+                         ("engram_memory.local.queue_pump", "run_queue_pump"),
+                         ("engram_memory.local.expiry_schedule", "run_expiry_schedule")):
         pump: Pump | None = _optional(module, name)
         if pump is None:
             logger.warning("%s is not available yet; running without it", name)
