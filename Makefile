@@ -24,7 +24,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest tests/e2e $(ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check shared functions infra tests bench
+	$(BIN)/ruff check shared functions infra tests bench examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
