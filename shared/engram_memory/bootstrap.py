@@ -21,6 +21,7 @@ from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionSto
 from engram_memory.adapters.dynamodb.record_reader import DynamoRecordReader
 from engram_memory.adapters.dynamodb.store import DynamoMemoryStore
 from engram_memory.adapters.kms.key_vault import KmsKeyVault
+from engram_memory.adapters.secrets import SecretsManagerSecrets
 from engram_memory.services.admission import AdmissionService
 from engram_memory.services.capture import CaptureLimits, CaptureService
 from engram_memory.services.expiry import ExpirySweeper
@@ -63,6 +64,7 @@ def _clear() -> None:
                     admission_service, withdraw_service, forget_service,
                     search_service, get_service, projection_service, expiry_service):
         factory.cache_clear()
+    page_cursor_secret.cache_clear()
 
 
 @cache
@@ -171,7 +173,22 @@ def search_service() -> SearchService:
     """The search use case (no semantic channel is configured in this deployment)."""
     s = settings()
     return SearchService(_record_reader(), _projection_store(), _port("clock", SystemClock()),
-                         PageCursorCodec(s.page_cursor_secret), Redactor(s.redaction_allowlist))
+                         PageCursorCodec(page_cursor_secret()), Redactor(s.redaction_allowlist))
+
+
+@cache
+def page_cursor_secret() -> str:
+    """The page-cursor secret: from the environment, else fetched once by its ARN.
+
+    A failed fetch raises (a contract error) and is not cached, so the next invocation
+    retries it; with neither set, paging is refused as CAPABILITY_UNAVAILABLE.
+    """
+    s = settings()
+    if s.page_cursor_secret or not s.page_cursor_secret_arn:
+        return s.page_cursor_secret
+    client = boto3.client("secretsmanager", region_name=s.region,
+                          endpoint_url=s.endpoint_url, config=CLIENT_CONFIG)
+    return SecretsManagerSecrets(client).secret_string(s.page_cursor_secret_arn)
 
 
 @cache

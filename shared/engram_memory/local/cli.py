@@ -31,6 +31,11 @@ Mint a host token (valid {ttl} s) in another terminal:
   engram-memory token{data_dir} --workspace default --purpose purpose:demo \\
       --capabilities search,get,capture,request_admission
 and send it as "Authorization: Bearer <token>" to {mcp}.
+
+withdraw / forget need a human confirmation bound to the exact call:
+  engram-memory confirm request --tool forget --arguments @args.json  # prints the elicitationRef
+  engram-memory confirm approve <ref>
+  engram-memory token ... --capabilities forget --confirmation-ref <ref>
 Press Ctrl-C to stop.
 """
 
