@@ -1,8 +1,13 @@
-"""nDCG@10 of the shipped BM25F ranker on Cranfield, with and without a light S-stemmer.
+"""Cranfield: the shipped BM25F ranker with and without a light S-stemmer, and impact top-K.
 
 Run: ``.venv/bin/python bench/cranfield_eval.py [data_dir]``. Title → primary field,
 abstract → context field. The stemmer variant is evaluated by wrapping the tokenizer; a
 paired permutation test says whether the difference is more than noise.
+
+Impact top-K (domain/impact.py): exhaustive scoring (every posting of every query term,
+what search did before) against scoring only each term's best K postings by impact with
+the exact df, as search does over the projection, for several K: nDCG@10, Recall@100
+(relevant = qrel grade > 0) and how many queries change at all.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from engram_memory.domain import ranking, tokenizer
+from engram_memory.domain import impact, ranking, tokenizer
 
 DEFAULT_DATA = Path("/work/shared/data/cranfield")
 
@@ -72,6 +77,63 @@ def per_query_ndcg(
         tokenizer.tokenize = original
 
 
+def _permutation_p(diffs: list[float], trials: int = 5000) -> float:
+    observed = abs(sum(diffs) / len(diffs))
+    if observed == 0.0:
+        return 1.0
+    rng = random.Random(1)
+    extreme = sum(
+        abs(sum(d if rng.random() < 0.5 else -d for d in diffs) / len(diffs)) >= observed
+        for _ in range(trials)
+    )
+    return extreme / trials
+
+
+def _metrics(hits: list[ranking.ScoredRecord], rel: dict[str, int]) -> tuple[float, float]:
+    """nDCG@10 and Recall@100 of one ranked list."""
+    dcg = sum((2 ** rel.get(h.record_id, 0) - 1) / math.log2(i + 2)
+              for i, h in enumerate(hits[:10]))
+    ideal = sorted(rel.values(), reverse=True)[:10]
+    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    relevant = {d for d, g in rel.items() if g > 0}
+    found = sum(1 for h in hits[:100] if h.record_id in relevant)
+    return (dcg / idcg if idcg else 0.0), (found / len(relevant) if relevant else 0.0)
+
+
+def impact_top_k(docs: list[dict[str, str]], queries: list[dict[str, str]], qrels: Qrels,
+                 ks: list[int]) -> None:
+    """Print exhaustive vs best-K-per-term scoring for each K."""
+    postings, stats = ranking.build_index(
+        ranking.FieldDocument(d["_id"], {"primary": d["title"], "context": d["text"]})
+        for d in docs
+    )
+    ordered = {t: impact.top_postings(p, len(p)) for t, p in postings.items()}
+    dfs = {t: len(p) for t, p in postings.items()}
+    terms = [tokenizer.query_terms(q["text"]) for q in queries]
+    base = [ranking.score_postings(ts, postings, stats) for ts in terms]
+    base_m = [_metrics(h, qrels.get(q["_id"], {})) for h, q in zip(base, queries, strict=True)]
+    print(f"max df = {max(dfs.values())}; exhaustive: nDCG@10 "
+          f"{sum(m[0] for m in base_m) / len(base_m):.4f}, Recall@100 "
+          f"{sum(m[1] for m in base_m) / len(base_m):.4f}")
+    print(f"{'K':>6} {'nDCG@10':>8} {'p':>6} {'R@100':>7} {'p':>6} "
+          f"{'top10 changed':>14} {'postings read':>14}")
+    for k in ks:
+        read = 0
+        runs = []
+        for ts in terms:
+            selected = {t: ordered.get(t, [])[:k] for t in ts}
+            read += sum(len(p) for p in selected.values())
+            runs.append(ranking.score_postings(ts, selected, stats, document_frequencies=dfs))
+        m = [_metrics(h, qrels.get(q["_id"], {})) for h, q in zip(runs, queries, strict=True)]
+        changed = sum(1 for a, b in zip(base, runs, strict=True)
+                      if [h.record_id for h in a[:10]] != [h.record_id for h in b[:10]])
+        p_ndcg = _permutation_p([b[0] - a[0] for a, b in zip(base_m, m, strict=True)])
+        p_rec = _permutation_p([b[1] - a[1] for a, b in zip(base_m, m, strict=True)])
+        print(f"{k:>6} {sum(x[0] for x in m) / len(m):>8.4f} {p_ndcg:>6.3f} "
+              f"{sum(x[1] for x in m) / len(m):>7.4f} {p_rec:>6.3f} {changed:>14} "
+              f"{read / len(terms):>14.0f}")
+
+
 def main() -> None:
     """Print both variants and a paired permutation test."""
     data = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_DATA
@@ -93,6 +155,8 @@ def main() -> None:
     better = sum(d > 1e-12 for d in diffs)
     worse = sum(d < -1e-12 for d in diffs)
     print(f"stemmer better on {better}, worse on {worse}; permutation p = {extreme / trials:.3f}")
+    print("impact top-K per term vs exhaustive (p: paired permutation vs exhaustive)")
+    impact_top_k(docs, queries, qrels, [25, 50, 100, 200, 400, ranking.DEFAULT_POSTINGS_PER_TERM])
 
 
 if __name__ == "__main__":

@@ -20,11 +20,15 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+import warnings
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+# Before any Powertools object exists: the benches print tables, not log or EMF lines.
+os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
+os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 ROOT = Path(__file__).resolve().parents[1]
 for entry in (str(ROOT), str(ROOT / "shared")):
     if entry not in sys.path:
@@ -50,10 +54,16 @@ ALL_TOOLS = [t.value for t in Tool]
 
 
 def quiet() -> None:
-    """Keep the tables readable: Powertools JSON lines and EMF blobs off stdout."""
+    """Keep the tables readable: no Powertools warnings about empty metric sets."""
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "ERROR")
-    os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-    os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+
+
+@contextlib.contextmanager
+def silenced() -> Iterator[None]:
+    """Handlers print one EMF metrics line per call (as in Lambda): drop them while timing."""
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        yield
 
 
 def capture_arguments(primary: str, context: str = "", key: str | None = None) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """Search latency and DynamoDB calls per search at 1k, 10k and 50k accepted records (moto).
 
-Run: ``.venv/bin/python bench/search_scale.py [--sizes 1000,10000,50000] [--rounds 3]``.
+Run: ``.venv/bin/python bench/search_scale.py [--sizes 1000,10000,50000] [--rounds 3]
+[--k 1000]`` (``--k``: postings read per query term, ENGRAM_SEARCH_POSTINGS_PER_TERM).
 
 Records are synthetic (a Zipf-distributed pseudo-word vocabulary, fixed seed) and loaded
 in bulk: record items through the write path's own item mapping (``items.put_record``),
@@ -122,9 +123,10 @@ def load(corpus: Corpus, start: int, stop: int, dynamodb: Any) -> None:
     scope = Scope(settings.tenant_id, "main")
     writer = BulkWriter(dynamodb)
     projection = DynamoProjectionStore(writer, settings.projection_table_name)
+    # One bulk_load per size step: the df counters then get one ADD per term per step.
+    analyzed = []
     for batch_start in range(start, stop, 1000):
         puts: list[dict[str, Any]] = []
-        analyzed = []
         for i in range(batch_start, min(stop, batch_start + 1000)):
             effective = corpus.payload(i)
             record = build_record(record_digest_for(scope, effective), effective,
@@ -137,7 +139,7 @@ def load(corpus: Corpus, start: int, stop: int, dynamodb: Any) -> None:
             analyzed.append((analyze(record_document(record.record_id, record.view)),
                              record.record_digest))
         writer.batch_write_item(RequestItems={settings.table_name: puts})
-        projection.bulk_load(scope, analyzed)
+    projection.bulk_load(scope, analyzed)
     dynamodb.put_item(TableName=settings.table_name, Item={
         "pk": {"S": items.journal_pk(scope)}, "sk": {"S": items.HEAD_SK},
         "cursor": {"N": str(stop)}, "event_digest": {"S": "sha256:" + "0" * 64},
@@ -216,9 +218,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,50000")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--k", type=int, default=0, help="postings per term (0: default)")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     os.environ.update(BASE_ENV)
+    os.environ["ENGRAM_SEARCH_POSTINGS_PER_TERM"] = str(args.k)
 
     import boto3
     from moto import mock_aws
@@ -236,6 +240,7 @@ def main() -> None:
             "before-call.dynamodb", lambda **_: calls.__setitem__(0, calls[0] + 1))
         create_tables(boto3.client("dynamodb", region_name="us-east-1"), bootstrap.settings())
         corpus = Corpus()
+        print(f"postings per term K = {bootstrap.search_service()._config.postings_per_term}")
         print(f"{'records':>8} {'load s':>7} {'searches':>8} {'p50 ms':>7} {'p95 ms':>7} "
               f"{'ddb calls/search (mean, max)':>29} {'candidates/search':>18}")
         loaded = 0

@@ -47,6 +47,7 @@ def _count(name: str, value: int) -> None:
     metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
 
 
+@logger.inject_lambda_context(log_event=False, clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:

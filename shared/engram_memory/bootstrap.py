@@ -22,6 +22,7 @@ from engram_memory.adapters.dynamodb.record_reader import DynamoRecordReader
 from engram_memory.adapters.dynamodb.store import DynamoMemoryStore
 from engram_memory.adapters.kms.key_vault import KmsKeyVault
 from engram_memory.adapters.secrets import SecretsManagerSecrets
+from engram_memory.domain.ranking import DEFAULT_POSTINGS_PER_TERM, RankingConfig
 from engram_memory.services.admission import AdmissionService
 from engram_memory.services.capture import CaptureLimits, CaptureService
 from engram_memory.services.expiry import ExpirySweeper
@@ -172,8 +173,11 @@ def _projection_store() -> DynamoProjectionStore:
 def search_service() -> SearchService:
     """The search use case (no semantic channel is configured in this deployment)."""
     s = settings()
+    config = RankingConfig(postings_per_term=s.search_postings_per_term or
+                           DEFAULT_POSTINGS_PER_TERM)
     return SearchService(_record_reader(), _projection_store(), _port("clock", SystemClock()),
-                         PageCursorCodec(page_cursor_secret()), Redactor(s.redaction_allowlist))
+                         PageCursorCodec(page_cursor_secret()), Redactor(s.redaction_allowlist),
+                         config)
 
 
 @cache

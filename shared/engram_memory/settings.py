@@ -41,6 +41,9 @@ class Settings:
     page_cursor_secret: str = ""
     # In AWS the stack passes the Secrets Manager ARN instead; resolved once per container.
     page_cursor_secret_arn: str = ""
+    # Search reads at most this many postings per query term, highest impact first (0 =
+    # the ranking profile's default; docs/search.md).
+    search_postings_per_term: int = 0
     state_machine_arn: str = ""
     confirmation_queue_url: str = ""
     endpoint_url: str | None = None  # local mode: the moto server
@@ -71,6 +74,7 @@ class Settings:
             redaction_allowlist=_csv(e.get("ENGRAM_REDACTION_ALLOWLIST", "")),
             page_cursor_secret=e.get("ENGRAM_PAGE_CURSOR_SECRET", ""),
             page_cursor_secret_arn=e.get("ENGRAM_PAGE_CURSOR_SECRET_ARN", ""),
+            search_postings_per_term=int(e.get("ENGRAM_SEARCH_POSTINGS_PER_TERM", "0") or "0"),
             state_machine_arn=e.get("ENGRAM_STATE_MACHINE_ARN", ""),
             confirmation_queue_url=e.get("ENGRAM_CONFIRMATION_QUEUE_URL", ""),
             endpoint_url=e.get("ENGRAM_AWS_ENDPOINT_URL") or None,

@@ -10,7 +10,9 @@ pseudo frequency (Robertson & Zaragoza's "simple BM25F"):
 
 Everything the formula needs is what the projection stores: per posting the field
 frequencies and the document's field lengths, per scope N and the sum of each field's
-lengths. ``df`` is the number of postings of the term. Ties: score desc, then record_id asc.
+lengths, per term its df (a counter kept with the postings). Search scores exactly the
+candidates of each term's best ``postings_per_term`` postings (domain/impact.py).
+Ties: score desc, then record_id asc.
 """
 
 from __future__ import annotations
@@ -26,6 +28,10 @@ from engram_memory.domain.tokenizer import TOKENIZER_VERSION, query_terms, term_
 FIELDS: tuple[str, ...] = ("primary", "decision", "evidence", "context", "citations")
 SCORE_DECIMALS = 9
 """Scores are rounded before ordering so the order always agrees with the shown scores."""
+IMPACT_VERSION = "1"
+"""Version of the impact key the postings are ordered by (domain/impact.py)."""
+DEFAULT_POSTINGS_PER_TERM = 1000
+"""K: postings read per query term, highest impact first (chosen in docs/search.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,10 +43,13 @@ class RankingConfig:
     weights: tuple[float, ...] = (3.0, 2.0, 1.5, 1.0, 0.5)
     profile: str = "bm25f-lexical"
     version: str = "1"
+    postings_per_term: int = DEFAULT_POSTINGS_PER_TERM
 
     def __post_init__(self) -> None:
         if len(self.b) != len(FIELDS) or len(self.weights) != len(FIELDS):
             raise ValueError("one b and one weight per field")
+        if self.postings_per_term < 1:
+            raise ValueError("postings_per_term must be positive")
 
     def as_dict(self) -> dict[str, Any]:
         """The canonical description the config digest covers."""
@@ -53,6 +62,9 @@ class RankingConfig:
                 {"name": name, "b": b, "weight": w}
                 for name, b, w in zip(FIELDS, self.b, self.weights, strict=True)
             ],
+            # Which candidates are scored is part of what a receipt must name.
+            "candidates": {"impact_version": IMPACT_VERSION,
+                           "postings_per_term": self.postings_per_term},
         }
 
     @property
@@ -145,15 +157,22 @@ def score_postings(
     postings: Mapping[str, Sequence[Posting]],
     stats: CorpusStats,
     config: RankingConfig = DEFAULT_CONFIG,
+    document_frequencies: Mapping[str, int] | None = None,
 ) -> list[ScoredRecord]:
-    """BM25F over the postings of the query terms only; ordered by :func:`order`."""
+    """BM25F over the given postings of the query terms; ordered by :func:`order`.
+
+    ``document_frequencies`` holds each term's df when ``postings`` is only part of a
+    term's postings (the best K); without it, df is the number of postings given.
+    """
     averages = stats.average_lengths()
     scores: dict[str, float] = {}
+    dfs = document_frequencies or {}
     for term in dict.fromkeys(terms):
         term_postings = postings.get(term, ())
         if not term_postings:
             continue
-        weight = idf(stats.doc_count, len(term_postings))
+        # Never below what was read: a lagging counter read must not inflate idf.
+        weight = idf(stats.doc_count, max(dfs.get(term, 0), len(term_postings)))
         for posting in term_postings:
             pseudo_tf = 0.0
             for i, tf in enumerate(posting.tf):

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engram_memory.domain.context import Scope
+from engram_memory.domain.impact import posting_codes
 from engram_memory.domain.ranking import analyze
 from engram_memory.domain.search_fields import record_document
 from engram_memory.services.read_ports import ACCEPTED_CURRENT, INVALIDATION_COMPLETE
@@ -100,14 +101,15 @@ class ProjectionService:
     def _remove(self, key: RecordKey, hints: list[Mapping[str, Any]]) -> None:
         document = self._projection.document(key.scope, key.record_id)
         if document is None:
-            # Never committed; a crashed indexing attempt may still have left postings.
-            terms = {
-                term
+            # Never committed; a crashed indexing attempt may still have left postings. Their
+            # impact codes depend on the record alone, so they are recomputed exactly.
+            refs = {
+                ref
                 for record in hints
-                for term in analyze(record_document(key.record_id, record)).frequencies
+                for ref in posting_codes(analyze(record_document(key.record_id, record))).items()
             }
-            if terms:
-                self._projection.delete_postings(key.scope, key.record_id, sorted(terms))
+            if refs:
+                self._projection.delete_postings(key.scope, key.record_id, sorted(refs))
             return
         if document.indexed:
             terms_list = self._projection.document_terms(key.scope, document)

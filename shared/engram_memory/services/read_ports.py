@@ -10,6 +10,9 @@ if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
     from engram_memory.domain.ranking import AnalyzedDocument, CorpusStats, Posting
 
+PostingRef = tuple[str, int]
+"""A record's posting under one term: (term, impact code); the code places it in the term."""
+
 ACCEPTED_CURRENT = "accepted_current"
 INVALIDATION_COMPLETE = "complete"
 
@@ -67,20 +70,25 @@ class ProjectionStore(Protocol):
         """N and the per-field length sums of the scope."""
         ...
 
-    def postings(self, scope: Scope, term: str) -> list[Posting]:
-        """Every posting of ``term`` in the scope."""
+    def term_stats(self, scope: Scope,
+                   terms: Sequence[str]) -> tuple[CorpusStats, dict[str, int]]:
+        """The scope's stats and the df of each term (0 when it has no postings)."""
+        ...
+
+    def postings(self, scope: Scope, term: str, limit: int) -> list[Posting]:
+        """The ``limit`` highest-impact postings of ``term`` in the scope."""
         ...
 
     def document(self, scope: Scope, record_id: str) -> IndexedDocument | None:
         """The doc item of a record, or None when it was never indexed."""
         ...
 
-    def document_terms(self, scope: Scope, document: IndexedDocument) -> list[str]:
-        """The terms a record posted (stored with its doc item, for removal)."""
+    def document_terms(self, scope: Scope, document: IndexedDocument) -> list[PostingRef]:
+        """The postings a record wrote (stored with its doc item, for removal)."""
         ...
 
     def put_postings(self, scope: Scope, analyzed: AnalyzedDocument) -> int:
-        """Write one posting per term and the stored term list; returns its chunk count."""
+        """Write one posting per term (with its df) and the term list; its chunk count."""
         ...
 
     def commit_indexed(self, scope: Scope, analyzed: AnalyzedDocument, record_digest: str,
@@ -88,8 +96,8 @@ class ProjectionStore(Protocol):
         """Atomically mark the doc indexed and add it to the stats; False if already indexed."""
         ...
 
-    def delete_postings(self, scope: Scope, record_id: str, terms: Sequence[str]) -> None:
-        """Delete the record's posting under each term (absent ones are fine)."""
+    def delete_postings(self, scope: Scope, record_id: str, refs: Sequence[PostingRef]) -> None:
+        """Delete the record's given postings (with their df; absent ones are fine)."""
         ...
 
     def commit_removed(self, scope: Scope, document: IndexedDocument) -> bool:

@@ -142,10 +142,14 @@ class SearchService:
         terms = query_terms(query)
         if not terms:
             return []
-        postings = {term: self._projection.postings(scope, term) for term in terms}
+        # Each term reads at most K postings, highest impact first: the cost of a search is
+        # bounded by (terms × K) whatever the scope's size (docs/search.md).
+        k = self._config.postings_per_term
+        postings = {term: self._projection.postings(scope, term, k) for term in terms}
         if not any(postings.values()):
             return []
-        return score_postings(terms, postings, self._projection.stats(scope), self._config)
+        stats, dfs = self._projection.term_stats(scope, terms)
+        return score_postings(terms, postings, stats, self._config, dfs)
 
     def _revalidate(self, scope: Scope, ranked: list[ScoredRecord], need: int,
                     system_as_of: int, now_ms: int) -> list[Hit]:

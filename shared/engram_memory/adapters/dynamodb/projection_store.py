@@ -1,12 +1,15 @@
 """The lexical projection in its own DynamoDB table (layout: docs/search.md).
 
-* posting   ``POST#{t}#{w}#{term}`` / ``{record_id}``: ``tf``, ``len`` (CSV per field)
+* posting   ``POST#{t}#{w}#{term}`` / ``{impact:09d}#{record_id}``: ``tf``, ``len`` (CSV)
+* df        ``DF#{t}#{w}#{term}`` / ``DF``: ``df`` (number, = the term's posting count)
 * doc       ``DOC#{t}#{w}`` / ``{record_id}``: ``state``, ``digest``, ``len``, ``chunks``
-* doc terms ``DOC#{t}#{w}`` / ``{record_id}#T#{n:04d}``: ``terms`` (newline-joined)
+* doc terms ``DOC#{t}#{w}`` / ``{record_id}#T#{n:04d}``: ``terms`` (``term\tcode`` lines)
 * stats     ``STATS#{t}#{w}`` / ``STATS``: ``n``, ``l0``..``l4`` (numbers, atomic ADD)
 
+Postings sort by impact (domain/impact.py), so a term's best K are one descending Query.
 Stats change only inside the transaction that flips the doc item's state, conditioned on
-the previous state, so a replayed stream record can never count a document twice.
+the previous state, and df only with the posting it counts (posting_writer.py), so a
+replayed stream record can never count a document twice.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from engram_memory.adapters.dynamodb.posting_writer import PostingChange, PostingWriter, df_key
 from engram_memory.domain.errors import EngramError, RateLimited, StoreUnavailable
+from engram_memory.domain.impact import posting_codes, record_of, sort_key
 from engram_memory.domain.ranking import FIELDS, AnalyzedDocument, CorpusStats, Posting
-from engram_memory.services.read_ports import IndexedDocument
+from engram_memory.services.read_ports import IndexedDocument, PostingRef
 
 if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
@@ -31,6 +36,7 @@ _INDEXED = "indexed"
 _REMOVED = "removed"
 _CHUNK_BYTES = 300_000
 _BATCH = 25
+_GET_BATCH = 100
 _MAX_ATTEMPTS = 8
 _LENGTH_ATTRS = tuple(f"l{i}" for i in range(len(FIELDS)))
 
@@ -87,34 +93,47 @@ class DynamoProjectionStore:
 
     def stats(self, scope: Scope) -> CorpusStats:
         """N and per-field length sums (zeros for an empty scope)."""
-        item = self._get({"pk": {"S": f"STATS#{scope.key}"}, "sk": {"S": "STATS"}}, False)
-        if item is None:
-            return CorpusStats(doc_count=0)
-        return CorpusStats(
-            doc_count=max(0, int(item.get("n", {"N": "0"})["N"])),
-            length_sums=tuple(max(0, int(item.get(a, {"N": "0"})["N"])) for a in _LENGTH_ATTRS),
-        )
+        return self.term_stats(scope, ())[0]
 
-    def postings(self, scope: Scope, term: str) -> list[Posting]:
-        """All postings of one term: one Query (paged) on its partition."""
+    def term_stats(self, scope: Scope,
+                   terms: Sequence[str]) -> tuple[CorpusStats, dict[str, int]]:
+        """The scope's stats and each term's df, in one BatchGetItem (≤ 99 terms)."""
+        stats_key = {"pk": {"S": f"STATS#{scope.key}"}, "sk": {"S": "STATS"}}
+        wanted = list(dict.fromkeys(terms))[:_GET_BATCH - 1]
+        items = self._batch_get([stats_key] + [df_key(scope.key, t) for t in wanted])
+        stats = items.get(f"STATS#{scope.key}", {})
+        corpus = CorpusStats(
+            doc_count=max(0, int(stats.get("n", {"N": "0"})["N"])),
+            length_sums=tuple(max(0, int(stats.get(a, {"N": "0"})["N"])) for a in _LENGTH_ATTRS),
+        )
+        dfs = {}
+        for term in wanted:
+            item = items.get(df_key(scope.key, term)["pk"]["S"])
+            dfs[term] = max(0, int(item["df"]["N"])) if item and "df" in item else 0
+        return corpus, dfs
+
+    def postings(self, scope: Scope, term: str, limit: int) -> list[Posting]:
+        """The term's ``limit`` highest-impact postings: one descending Query (paged)."""
         request: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": {"S": f"POST#{scope.key}#{term}"}},
             "ProjectionExpression": "sk, tf, #len",
             "ExpressionAttributeNames": {"#len": "len"},
+            "ScanIndexForward": False,
         }
         result: list[Posting] = []
-        while True:
+        while len(result) < limit:
+            request["Limit"] = limit - len(result)
             page = self._call("query", **request)
             for item in page.get("Items", []):
-                result.append(
-                    Posting(item["sk"]["S"], _ints(item["tf"]["S"]), _ints(item["len"]["S"]))
-                )
+                result.append(Posting(record_of(item["sk"]["S"]), _ints(item["tf"]["S"]),
+                                      _ints(item["len"]["S"])))
             last = page.get("LastEvaluatedKey")
             if not last:
-                return result
+                break
             request["ExclusiveStartKey"] = last
+        return result[:limit]
 
     def document(self, scope: Scope, record_id: str) -> IndexedDocument | None:
         """The doc item (strongly consistent: the projector decides from it)."""
@@ -129,37 +148,36 @@ class DynamoProjectionStore:
             term_chunks=int(item["chunks"]["N"]),
         )
 
-    def document_terms(self, scope: Scope, document: IndexedDocument) -> list[str]:
-        """The stored term list of a document (all its chunks)."""
-        terms: list[str] = []
+    def document_terms(self, scope: Scope, document: IndexedDocument) -> list[PostingRef]:
+        """The stored (term, impact code) list of a document (all its chunks)."""
+        refs: list[PostingRef] = []
         for n in range(document.term_chunks):
             key = {"pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": f"{document.record_id}#T#{n:04d}"}}
             item = self._get(key, True)
             if item is not None and item["terms"]["S"]:
-                terms.extend(item["terms"]["S"].split("\n"))
-        return terms
+                for line in item["terms"]["S"].split("\n"):
+                    term, _, code = line.partition("\t")
+                    refs.append((term, int(code)))
+        return refs
 
     # -- writes ----------------------------------------------------------------------------
 
     def put_postings(self, scope: Scope, analyzed: AnalyzedDocument) -> int:
-        """Overwrite the document's postings and its term-list chunks (idempotent)."""
+        """Write the document's postings (each with its df) and term list; chunk count.
+
+        The term list goes first: a crash after it leaves postings findable for removal.
+        """
+        codes = posting_codes(analyzed)
+        chunks = self._term_list_requests(scope, analyzed.record_id, codes)
+        self._batch_write(chunks)
         lengths = _csv(analyzed.lengths)
-        requests: list[dict[str, Any]] = []
-        for term in sorted(analyzed.frequencies):
-            requests.append({"PutRequest": {"Item": {
-                "pk": {"S": f"POST#{scope.key}#{term}"},
-                "sk": {"S": analyzed.record_id},
-                "tf": {"S": _csv(analyzed.frequencies[term])},
-                "len": {"S": lengths},
-            }}})
-        chunks = _chunks(sorted(analyzed.frequencies))
-        for n, chunk in enumerate(chunks):
-            requests.append({"PutRequest": {"Item": {
-                "pk": {"S": f"DOC#{scope.key}"},
-                "sk": {"S": f"{analyzed.record_id}#T#{n:04d}"},
-                "terms": {"S": "\n".join(chunk)},
-            }}})
-        self._batch_write(requests)
+        PostingWriter(self._client, self._table, scope.key).apply([
+            PostingChange(term, key := self._posting_key(scope, term, codes[term],
+                                                         analyzed.record_id),
+                          {**key, "tf": {"S": _csv(analyzed.frequencies[term])},
+                           "len": {"S": lengths}})
+            for term in sorted(codes)
+        ])
         return len(chunks)
 
     def commit_indexed(self, scope: Scope, analyzed: AnalyzedDocument, record_digest: str,
@@ -182,13 +200,11 @@ class DynamoProjectionStore:
         }}
         return self._transact([put, self._stats_update(scope, 1, analyzed.lengths)])
 
-    def delete_postings(self, scope: Scope, record_id: str, terms: Sequence[str]) -> None:
-        """Delete the record's posting under every given term."""
-        self._batch_write([
-            {"DeleteRequest": {"Key": {
-                "pk": {"S": f"POST#{scope.key}#{term}"}, "sk": {"S": record_id},
-            }}}
-            for term in sorted(set(terms))
+    def delete_postings(self, scope: Scope, record_id: str, refs: Sequence[PostingRef]) -> None:
+        """Delete the record's posting under every given (term, code); absent ones are fine."""
+        PostingWriter(self._client, self._table, scope.key).apply([
+            PostingChange(term, self._posting_key(scope, term, code, record_id))
+            for term, code in sorted(set(refs))
         ])
 
     def commit_removed(self, scope: Scope, document: IndexedDocument) -> bool:
@@ -219,35 +235,54 @@ class DynamoProjectionStore:
     def bulk_load(self, scope: Scope, documents: Sequence[tuple[AnalyzedDocument, str]]) -> None:
         """Index many never-indexed documents at once (rebuilds, the scale bench).
 
-        Postings, term lists and doc items go out in 25-item batches and the stats get one
-        ADD for the whole set. Unlike the projector path this is not replay-safe: run it
-        only on records the projection has never seen.
+        Postings, term lists and doc items go out in 25-item batches; the stats and every
+        term's df get one ADD for the whole set. Unlike the projector path this is not
+        replay-safe: run it only on records the projection has never seen.
         """
         requests: list[dict[str, Any]] = []
         sums = [0] * len(FIELDS)
+        dfs: dict[str, int] = {}
         for analyzed, record_digest in documents:
             lengths = _csv(analyzed.lengths)
             sums = [a + b for a, b in zip(sums, analyzed.lengths, strict=True)]
-            for term in sorted(analyzed.frequencies):
+            codes = posting_codes(analyzed)
+            for term in sorted(codes):
+                dfs[term] = dfs.get(term, 0) + 1
+                key = self._posting_key(scope, term, codes[term], analyzed.record_id)
                 requests.append({"PutRequest": {"Item": {
-                    "pk": {"S": f"POST#{scope.key}#{term}"}, "sk": {"S": analyzed.record_id},
-                    "tf": {"S": _csv(analyzed.frequencies[term])}, "len": {"S": lengths},
+                    **key, "tf": {"S": _csv(analyzed.frequencies[term])}, "len": {"S": lengths},
                 }}})
-            chunks = _chunks(sorted(analyzed.frequencies))
-            for n, chunk in enumerate(chunks):
-                requests.append({"PutRequest": {"Item": {
-                    "pk": {"S": f"DOC#{scope.key}"},
-                    "sk": {"S": f"{analyzed.record_id}#T#{n:04d}"},
-                    "terms": {"S": "\n".join(chunk)},
-                }}})
+            chunks = self._term_list_requests(scope, analyzed.record_id, codes)
+            requests.extend(chunks)
             requests.append({"PutRequest": {"Item": {
                 "pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": analyzed.record_id},
                 "state": {"S": _INDEXED}, "digest": {"S": record_digest},
                 "len": {"S": lengths}, "chunks": {"N": str(len(chunks))},
             }}})
         self._batch_write(requests)
+        for term, count in sorted(dfs.items()):
+            self._call("update_item", TableName=self._table, Key=df_key(scope.key, term),
+                       UpdateExpression="ADD df :d",
+                       ExpressionAttributeValues={":d": {"N": str(count)}})
         update = self._stats_update(scope, len(documents), sums)["Update"]
         self._call("update_item", **update)
+
+    @staticmethod
+    def _posting_key(scope: Scope, term: str, code: int, record_id: str) -> dict[str, Any]:
+        return {"pk": {"S": f"POST#{scope.key}#{term}"}, "sk": {"S": sort_key(code, record_id)}}
+
+    @staticmethod
+    def _term_list_requests(scope: Scope, record_id: str,
+                            codes: dict[str, int]) -> list[dict[str, Any]]:
+        """PutRequests of the term list: ``term\tcode`` lines, chunked under the item limit."""
+        lines = [f"{term}\t{codes[term]}" for term in sorted(codes)]
+        return [
+            {"PutRequest": {"Item": {
+                "pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": f"{record_id}#T#{n:04d}"},
+                "terms": {"S": "\n".join(chunk)},
+            }}}
+            for n, chunk in enumerate(_chunks(lines))
+        ]
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -271,6 +306,20 @@ class DynamoProjectionStore:
         except BotoCoreError as exc:
             raise translate_error(exc) from exc
         return True
+
+    def _batch_get(self, keys: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Items by partition key (every key here has a distinct pk), unprocessed retried."""
+        found: dict[str, dict[str, Any]] = {}
+        pending: dict[str, Any] = {self._table: {"Keys": keys}}
+        for attempt in range(_MAX_ATTEMPTS):
+            response = self._call("batch_get_item", RequestItems=pending)
+            for item in response.get("Responses", {}).get(self._table, []):
+                found[item["pk"]["S"]] = dict(item)
+            pending = response.get("UnprocessedKeys") or {}
+            if not pending:
+                return found
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+        raise RateLimited
 
     def _get(self, key: dict[str, Any], consistent: bool) -> dict[str, Any] | None:
         response = self._call("get_item", TableName=self._table, Key=key, ConsistentRead=consistent)

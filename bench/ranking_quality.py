@@ -1,0 +1,186 @@
+"""Ranking quality on Cranfield (ours vs. a plain BM25), and each handler's cold import.
+
+Run: ``.venv/bin/python bench/ranking_quality.py [--quick] [--data DIR]``. Every Cranfield
+document is captured and admitted into the local service (title → the primary decision
+component, abstract → a context component; the tool handlers are called in-process), the
+projector drains, and every query runs through ``engram_memory_search`` over MCP (official
+SDK client; two pages of 50 for the top 100). nDCG@10 and Recall@100 (bench/ir_eval.py)
+are printed beside ``bm25s`` (BM25, English stop words) on the identical title + abstract
+text. Then, per tool handler module, the Lambda-style cold import time
+(``python -X importtime`` in a fresh interpreter, median of 3) and the child's peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import bm25s
+from harness import (
+    ROOT,
+    Bench,
+    capture_arguments,
+    envelope_of,
+    machine,
+    silenced,
+    table,
+    value_of,
+)
+from ir_eval import Collection, load_cranfield, mean, ndcg_at, recall_at
+
+from engram_memory.domain.context import Tool
+from engram_memory.local.projector_pump import drain
+
+DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cranfield"
+TITLES: dict[str, str] = {}
+HANDLERS = ("search", "get", "capture", "request_admission", "withdraw", "forget",
+            "mcp_endpoint", "projector")
+
+
+def load(folder: Path, quick: bool) -> Collection:
+    """The collection (quick: the first 150 documents and the queries judged on them)."""
+    collection = load_cranfield(folder)
+    with (folder / "corpus.jsonl").open(encoding="utf-8") as fh:
+        for line in fh:
+            row = json.loads(line)
+            TITLES[row["_id"]] = row.get("title", "")
+    if not quick:
+        return collection
+    docs = dict(list(collection.docs.items())[:150])
+    qrels = {q: {d: g for d, g in rel.items() if d in docs} for q, rel in collection.qrels.items()}
+    qrels = {q: rel for q, rel in qrels.items() if rel}
+    queries = {q: t for q, t in collection.queries.items() if q in qrels}
+    return Collection(docs, queries, qrels)
+
+
+def ingest(bench: Bench, collection: Collection) -> tuple[dict[str, str], int]:
+    """Capture + admit every document; record id → doc id, and the refusals."""
+    by_record: dict[str, str] = {}
+    refused = 0
+    for doc_id, text in collection.docs.items():
+        title = TITLES.get(doc_id, "").strip() or text[:200]
+        key = f"cranfield-doc-{doc_id:0>6}-capture"
+        captured = bench.direct(Tool.CAPTURE, capture_arguments(title, text, key=key))
+        if not captured["ok"]:
+            refused += 1
+            continue
+        admitted = bench.direct(Tool.REQUEST_ADMISSION, {
+            "candidate_id": captured["output"]["value"]["candidate_id"],
+            "idempotency_key": f"cranfield-doc-{doc_id:0>6}-admit"})
+        by_record[value_of(admitted)["outcome"]["record_id"]] = doc_id
+    drain(bench.service.settings)
+    return by_record, refused
+
+
+async def our_rankings(bench: Bench, queries: dict[str, str], by_record: dict[str, str]
+                       ) -> tuple[dict[str, list[str]], int]:
+    """Top 100 doc ids per query through engram_memory_search over MCP; and errors."""
+    rankings: dict[str, list[str]] = {}
+    errors = 0
+    bearer = [bench.token()]
+    async with bench.client(bearer) as client:
+        for qid, text in queries.items():
+            ranked: list[str] = []
+            args: dict[str, Any] = {"query": text, "purpose_ref": "purpose:bench", "limit": 50}
+            while len(ranked) < 100:
+                bearer[0] = bench.token()
+                envelope = envelope_of(await client.call_tool(Tool.SEARCH.mcp_name, args))
+                if not envelope["ok"]:
+                    errors += 1
+                    break
+                value = envelope["output"]["value"]
+                ranked += [by_record.get(p["record"]["record_id"], "?") for p in value["records"]]
+                if not value.get("next_page_cursor"):
+                    break
+                args = {**args, "page_cursor": value["next_page_cursor"]}
+            rankings[qid] = ranked[:100]
+    return rankings, errors
+
+
+def bm25_rankings(collection: Collection) -> dict[str, list[str]]:
+    """Top 100 per query from bm25s on the identical title + abstract text."""
+    ids = list(collection.docs)
+    texts = [f"{TITLES.get(d, '')} {collection.docs[d]}" for d in ids]
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False),
+                    show_progress=False)
+    qids = list(collection.queries)
+    tokens = bm25s.tokenize([collection.queries[q] for q in qids], stopwords="en",
+                            show_progress=False)
+    results, _ = retriever.retrieve(tokens, k=min(100, len(ids)), show_progress=False)
+    return {q: [ids[i] for i in results[n]] for n, q in enumerate(qids)}
+
+
+def scores(rankings: dict[str, list[str]], collection: Collection) -> tuple[float, float]:
+    """(mean nDCG@10, mean Recall@100) over the judged queries."""
+    judged = [q for q in collection.queries if collection.qrels.get(q)]
+    return (mean([ndcg_at(rankings.get(q, []), collection.qrels[q], 10) for q in judged]),
+            mean([recall_at(rankings.get(q, []), collection.qrels[q], 100) for q in judged]))
+
+
+def cold_import(module: str, runs: int = 3) -> tuple[float, float, float]:
+    """(median import ms from -X importtime, median process wall ms, max peak RSS MiB)."""
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'shared'}"}
+    # VmHWM, not getrusage's ru_maxrss: on Linux ru_maxrss survives exec and would report
+    # this (large) parent's RSS at fork time; VmHWM belongs to the new address space.
+    code = ("import " + module + "; from pathlib import Path; "
+            "print([l.split()[1] for l in Path('/proc/self/status').read_text().splitlines()"
+            " if l.startswith('VmHWM')][0])")
+    imports, walls, rss = [], [], []
+    for _ in range(runs):
+        start = time.perf_counter()
+        done = subprocess.run([sys.executable, "-X", "importtime", "-c", code], cwd=ROOT,
+                              env=env, capture_output=True, text=True, check=True)
+        walls.append((time.perf_counter() - start) * 1000)
+        rss.append(int(done.stdout.strip().splitlines()[-1]) / 1024)
+        for line in done.stderr.splitlines():
+            parts = [p.strip() for p in line.removeprefix("import time:").split("|")]
+            if len(parts) == 3 and parts[2] == module:
+                imports.append(int(parts[1]) / 1000)
+    return statistics.median(imports), statistics.median(walls), max(rss)
+
+
+def main() -> None:
+    """Ingest, rank, score, time the imports; print both tables."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="150 documents, 1 import run")
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    options = parser.parse_args()
+    collection = load(options.data, options.quick)
+    with silenced():
+        bench = Bench()
+        try:
+            started = time.perf_counter()
+            by_record, refused = ingest(bench, collection)
+            ingest_s = time.perf_counter() - started
+            ours, errors = asyncio.run(our_rankings(bench, collection.queries, by_record))
+        finally:
+            bench.close()
+    baseline = bm25_rankings(collection)
+    ours_ndcg, ours_recall = scores(ours, collection)
+    base_ndcg, base_recall = scores(baseline, collection)
+    print(f"Cranfield: {len(collection.docs)} documents ({refused} refused at capture, "
+          f"ingest {ingest_s:.0f} s), {len(collection.queries)} queries, "
+          f"{errors} search errors; {machine()}")
+    print(table(["ranker", "nDCG@10", "Recall@100"], [
+        ["engram_memory_search (BM25F, over MCP)", f"{ours_ndcg:.4f}", f"{ours_recall:.4f}"],
+        ["bm25s BM25 (same text)", f"{base_ndcg:.4f}", f"{base_recall:.4f}"]]))
+    runs = 1 if options.quick else 3
+    rows = [[f"functions.{name}.handler", *cold_import(f"functions.{name}.handler", runs)]
+            for name in HANDLERS]
+    print(f"\ncold import of each handler module (fresh interpreter, median of {runs}; "
+          "peak RSS = VmHWM of the child)")
+    print(table(["module", "import ms (-X importtime)", "process wall ms", "peak RSS MiB"],
+                rows))
+
+
+if __name__ == "__main__":
+    main()

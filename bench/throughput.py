@@ -1,0 +1,96 @@
+"""Captures/s and searches/s with 1, 4 and 16 concurrent MCP clients, bounded in time.
+
+Run: ``.venv/bin/python bench/throughput.py [--quick] [--seconds S]``. Each level starts
+a fresh local service, seeds searchable records, then runs C official MCP SDK clients
+(each its own session over HTTP) for S seconds (default 15) doing captures, then again
+doing searches. Counts successes and errors (any non-ok envelope or protocol failure).
+The clients share this process with the service (one GIL): the numbers are a floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from typing import Any
+
+from harness import Bench, capture_arguments, envelope_of, machine, silenced, table, value_of
+
+from engram_memory.domain.context import Tool
+from engram_memory.local.projector_pump import drain
+
+LEVELS = (1, 4, 16)
+QUERIES = ("ingest queue retries", "release branch smoke suite", "cache eviction policy",
+           "database failover drill")
+
+
+async def client_loop(bench: Bench, kind: str, until: float, counts: dict[str, int],
+                      worker: int) -> None:
+    """One client: call the tool until the deadline, tallying ok and errors."""
+    bearer = [bench.token()]
+    n = 0
+    async with bench.client(bearer) as client:
+        while time.monotonic() < until:
+            n += 1
+            bearer[0] = bench.token()
+            if kind == "capture":
+                name, args = Tool.CAPTURE.mcp_name, capture_arguments(
+                    f"Worker {worker} note {n} on {QUERIES[n % len(QUERIES)]}",
+                    key=f"tp-{worker}-{n}-{time.time_ns()}")
+            else:
+                name, args = Tool.SEARCH.mcp_name, {"query": QUERIES[n % len(QUERIES)],
+                                                    "purpose_ref": "purpose:bench"}
+            try:
+                result = await client.call_tool(name, args)
+                counts["ok" if envelope_of(result)["ok"] else "errors"] += 1
+            except Exception:  # a protocol failure counts as an error, the run goes on
+                counts["errors"] += 1
+
+
+async def run_level(bench: Bench, kind: str, clients: int, seconds: float) -> dict[str, Any]:
+    """C clients for ``seconds``: calls/s and errors."""
+    counts = {"ok": 0, "errors": 0}
+    start = time.monotonic()
+    until = start + seconds
+    await asyncio.gather(*(client_loop(bench, kind, until, counts, w) for w in range(clients)))
+    elapsed = time.monotonic() - start
+    return {"per_s": counts["ok"] / elapsed, **counts}
+
+
+def seed(bench: Bench, records: int) -> None:
+    """Searchable records (admitted and projected) so searches have something to rank."""
+    for n in range(records):
+        captured = value_of(bench.direct(Tool.CAPTURE, capture_arguments(
+            f"Seed {n}: {QUERIES[n % len(QUERIES)]} decision")))
+        value_of(bench.direct(Tool.REQUEST_ADMISSION, {
+            "candidate_id": captured["candidate_id"], "idempotency_key": f"tp-seed-{n}-xx"}))
+    drain(bench.service.settings)
+
+
+def main() -> None:
+    """Measure every level and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smoke run (2 s per level)")
+    parser.add_argument("--seconds", type=float, default=15.0)
+    options = parser.parse_args()
+    seconds = 2.0 if options.quick else options.seconds
+    rows = []
+    for clients in LEVELS:
+        with silenced():
+            bench = Bench()
+            try:
+                seed(bench, 10 if options.quick else 50)
+                captures = asyncio.run(run_level(bench, "capture", clients, seconds))
+                searches = asyncio.run(run_level(bench, "search", clients, seconds))
+            finally:
+                bench.close()
+        rows.append([clients, captures["per_s"], captures["ok"], captures["errors"],
+                     searches["per_s"], searches["ok"], searches["errors"]])
+    print(f"throughput over MCP: {seconds:g} s per level and tool, a fresh service per "
+          f"level; {machine()}")
+    print(table(["clients", "captures/s", "captures ok", "capture errors", "searches/s",
+                 "searches ok", "search errors"], rows))
+
+
+if __name__ == "__main__":
+    main()
