@@ -32,7 +32,7 @@ RETENTION_AFTER_END_S = 24 * 3600
 # Execution-name safe (Step Functions: ≤ 80 of [A-Za-z0-9_-]) and never containing '#'.
 REF_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 # Bounded wait for the queue consumer to store the task token / for the workflow to move.
-POLL_ATTEMPTS = 40
+POLL_ATTEMPTS = 100  # 10 s in all: well inside API Gateway's 30 s, generous under load
 POLL_INTERVAL_S = 0.1
 
 
