@@ -147,6 +147,40 @@ def serialize_moto_dynamodb() -> None:
 
     call_action._engram_serialized = True  # type: ignore[attr-defined]
     DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+    _snapshot_each_table_once()
+
+
+def _snapshot_each_table_once() -> None:
+    """moto snapshots a table once per transaction *element*: copy each table once.
+
+    Same rollback (the snapshot is taken before any element applies, and requests are
+    serialized above), without a 100-element transaction copying a table 100 times.
+    """
+    import copy as std_copy
+    import types
+
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
+
+    original = models.DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        tables: dict[int, Any] = {}
+
+        def deepcopy(value: Any, memo: Any = None) -> Any:
+            if isinstance(value, Table):
+                if id(value) not in tables:
+                    tables[id(value)] = std_copy.deepcopy(value)
+                return tables[id(value)]
+            return std_copy.deepcopy(value, memo)
+
+        models.copy = types.SimpleNamespace(deepcopy=deepcopy, copy=std_copy.copy)  # type: ignore[attr-defined]
+        try:
+            original(self, transact_items)
+        finally:
+            models.copy = std_copy  # type: ignore[attr-defined]
+
+    models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 
 
 class Bench:
@@ -168,8 +202,13 @@ class Bench:
         self.service.stop_event.set()
 
     def close(self) -> None:
-        """Stop everything and restore the environment."""
+        """Stop everything, forget moto's state, and restore the environment."""
         self.service.stop()
+        # moto's backends are process-wide: without a reset the next service of this
+        # process would start on this one's tables (what POST /moto-api/reset does).
+        from moto.moto_api._internal.models import moto_api_backend
+
+        moto_api_backend.reset()
         self._data.cleanup()
         os.environ.clear()
         os.environ.update(self._saved)

@@ -14,10 +14,9 @@ import asyncio
 import time
 from typing import Any
 
-from harness import Bench, capture_arguments, envelope_of, machine, silenced, table, value_of
-
 from engram_memory.domain.context import Tool
 from engram_memory.local.projector_pump import drain
+from harness import Bench, capture_arguments, envelope_of, machine, silenced, table, value_of
 
 LEVELS = (1, 4, 16)
 QUERIES = ("ingest queue retries", "release branch smoke suite", "cache eviction policy",
@@ -63,23 +62,23 @@ def seed(bench: Bench, records: int) -> None:
         captured = value_of(bench.direct(Tool.CAPTURE, capture_arguments(
             f"Seed {n}: {QUERIES[n % len(QUERIES)]} decision")))
         value_of(bench.direct(Tool.REQUEST_ADMISSION, {
-            "candidate_id": captured["candidate_id"], "idempotency_key": f"tp-seed-{n}-xx"}))
+            "candidate_id": captured["candidate_id"], "idempotency_key": f"throughput-seed-{n:04d}-admit"}))
     drain(bench.service.settings)
 
 
 def main() -> None:
     """Measure every level and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run (2 s per level)")
+    parser.add_argument("--quick", action="store_true", help="smoke run (1 s per level)")
     parser.add_argument("--seconds", type=float, default=15.0)
     options = parser.parse_args()
-    seconds = 2.0 if options.quick else options.seconds
+    seconds = 1.0 if options.quick else options.seconds
     rows = []
     for clients in LEVELS:
         with silenced():
             bench = Bench()
             try:
-                seed(bench, 10 if options.quick else 50)
+                seed(bench, 3 if options.quick else 50)
                 captures = asyncio.run(run_level(bench, "capture", clients, seconds))
                 searches = asyncio.run(run_level(bench, "search", clients, seconds))
             finally:

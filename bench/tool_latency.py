@@ -15,9 +15,12 @@ import argparse
 import asyncio
 import time
 from collections import Counter
-from collections.abc import Callable
 from typing import Any
 
+from aws_calls import DESIGN_MINIMUM, PER_TERM_NOTE, AwsCallCounter, describe, total
+from engram_memory import bootstrap
+from engram_memory.domain.context import Tool
+from engram_memory.local.projector_pump import drain
 from harness import (
     Bench,
     capture_arguments,
@@ -28,11 +31,6 @@ from harness import (
     table,
     value_of,
 )
-
-from aws_calls import DESIGN_MINIMUM, PER_TERM_NOTE, AwsCallCounter, describe, total
-from engram_memory import bootstrap
-from engram_memory.domain.context import Tool
-from engram_memory.local.projector_pump import drain
 
 TOPICS = ("ingest queue retries", "release branch smoke suite", "cache eviction policy",
           "database failover drill", "token rotation schedule", "incident review notes")
@@ -125,12 +123,15 @@ def seed(bench: Bench, records: int) -> list[str]:
     return ids
 
 
+def _stats(timings: list[float]) -> list[float]:
+    return [percentile(timings, q) for q in (50, 95, 99)]
+
+
 def row(tool: Tool, direct: list[float], over_mcp: list[float], made: Counter[str],
         calls: int, errors: int) -> list[Any]:
     """One table row."""
     per_call = Counter({name: n / calls for name, n in made.items()})
-    stats: Callable[[list[float]], list[float]] = lambda t: [percentile(t, q) for q in (50, 95, 99)]
-    return [tool.value, *stats(direct), *stats(over_mcp),
+    return [tool.value, *_stats(direct), *_stats(over_mcp),
             percentile(over_mcp, 50) / percentile(direct, 50), f"{total(per_call):.1f}",
             describe(per_call),
             describe(DESIGN_MINIMUM[tool.value]) + PER_TERM_NOTE.get(tool.value, ""), errors]
@@ -169,11 +170,11 @@ def measure(tool: Tool, calls: int, records: int) -> list[Any]:
 def main() -> None:
     """Measure and print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smoke run (20 calls per tool)")
+    parser.add_argument("--quick", action="store_true", help="smoke run (5 calls per tool)")
     parser.add_argument("--calls", type=int, default=500)
     options = parser.parse_args()
-    calls = 20 if options.quick else options.calls
-    records = 10 if options.quick else 50
+    calls = 5 if options.quick else options.calls
+    records = 3 if options.quick else 50
     with silenced():
         rows = [measure(tool, calls, records) for tool in Tool]
     print(f"tool latency: {calls} calls per tool and path, "
