@@ -174,11 +174,12 @@ def _snapshot_each_table_once() -> None:
                 return tables[id(value)]
             return std_copy.deepcopy(value, memo)
 
-        models.copy = types.SimpleNamespace(deepcopy=deepcopy, copy=std_copy.copy)  # type: ignore[attr-defined]
+        # moto's module calls ``copy.deepcopy``: swap its ``copy`` for one call.
+        setattr(models, "copy", types.SimpleNamespace(deepcopy=deepcopy, copy=std_copy.copy))  # noqa: B010
         try:
             original(self, transact_items)
         finally:
-            models.copy = std_copy  # type: ignore[attr-defined]
+            setattr(models, "copy", std_copy)  # noqa: B010
 
     models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 

@@ -62,7 +62,8 @@ def seed(bench: Bench, records: int) -> None:
         captured = value_of(bench.direct(Tool.CAPTURE, capture_arguments(
             f"Seed {n}: {QUERIES[n % len(QUERIES)]} decision")))
         value_of(bench.direct(Tool.REQUEST_ADMISSION, {
-            "candidate_id": captured["candidate_id"], "idempotency_key": f"throughput-seed-{n:04d}-admit"}))
+            "candidate_id": captured["candidate_id"],
+            "idempotency_key": f"throughput-seed-{n:04d}-admit"}))
     drain(bench.service.settings)
 
 

@@ -4,16 +4,26 @@ Two events reach this function, the only one allowed to decrypt a candidate: the
 endpoint's ``ToolInvocation`` (the agent asks the host policy) and the host API's
 ``AdjudicationInvocation`` (a maintainer settles a ``pending_adjudication`` candidate).
 An event carrying ``kind`` is read as an adjudication only; the agent path never sends one.
+An adjudication must carry a maintainer token this function verifies itself: the MCP
+endpoint's role may invoke this function too, so the caller's IAM identity proves nothing.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from engram_memory import bootstrap
-from engram_memory.domain.context import Scope, Tool
+from engram_memory.domain.context import Tool
+from engram_memory.domain.errors import Unauthorized
+from engram_memory.mcp.host_context import (
+    UntrustedContext,
+    verifier_from_settings,
+    verify_maintainer_token,
+)
 from engram_memory.runtime import (
     Adjudicator,
+    deployment_serves,
     is_adjudication,
     logger,
     metrics,
@@ -23,16 +33,17 @@ from engram_memory.runtime import (
 )
 
 
-def _serves(scope: Scope) -> bool:
-    """The adjudicated scope is this deployment's tenant and one of its workspaces."""
-    settings = bootstrap.settings()
-    allowed = settings.workspace_ids
-    return scope.tenant_id == settings.tenant_id and (
-        not allowed or scope.workspace_id in allowed)
-
-
 def _adjudicator() -> Adjudicator:
     return bootstrap.admission_service().adjudicate
+
+
+def _maintainer_tenant(token: str) -> str:
+    """The tenant of a verified maintainer token (the host API's very verifier)."""
+    verifier = verifier_from_settings(bootstrap.settings(), time.time)
+    try:
+        return verify_maintainer_token(token, verifier).tenant_id
+    except UntrustedContext:
+        raise Unauthorized from None
 
 
 # clear_state: local mode runs every handler on one shared logger; no stale keys.
@@ -42,5 +53,5 @@ def _adjudicator() -> Adjudicator:
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Run engram_memory_request_admission, or the host's adjudication, for one event."""
     if is_adjudication(event):
-        return run_adjudication(event, _adjudicator, _serves)
+        return run_adjudication(event, _adjudicator, deployment_serves, _maintainer_tenant)
     return run_tool(Tool.REQUEST_ADMISSION, event, lambda: bootstrap.admission_service().execute)

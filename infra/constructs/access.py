@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from infra.constructs.storage import TenantStorage
 
 _GET_AND_DELETE = ("dynamodb:GetItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem")
+# Canonical records live under SCOPE#{tenant}#{workspace} (docs/storage.md).
+RECORD_KEYS = ("SCOPE#*",)
+# What DynamoRecordReader.mark_projection_complete touches: the key and one attribute.
+PROJECTOR_MAIN_ATTRIBUTES = ("pk", "sk", "projection_invalidation")
 
 
 class AccessGrants:
@@ -74,8 +78,8 @@ class AccessGrants:
 
     def _grant_capture(self, role: iam.IRole) -> None:
         self._mutator(role)
-        self._add(role, table_statement(self._storage.keys, (
-            "dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:ConditionCheckItem")))
+        # Capture only ever puts a wrapped key (in its transaction); it never reads one back.
+        self._add(role, table_statement(self._storage.keys, ("dynamodb:PutItem",)))
         self._keys.allow_generate_data_key(role)
 
     def _grant_request_admission(self, role: iam.IRole) -> None:
@@ -119,9 +123,20 @@ class AccessGrants:
             table_statement(self._storage.projection, (
                 *READ, "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
                 "dynamodb:BatchWriteItem")),
-            # Reads chunked records; marks projection_invalidation complete after a forget.
-            table_statement(self._storage.main, ("dynamodb:GetItem", "dynamodb:Query",
-                                                 "dynamodb:UpdateItem")),
+            # Reads record items and their parts (DynamoRecordReader: BatchGetItem) ...
+            table_statement(self._storage.main, ("dynamodb:GetItem", "dynamodb:BatchGetItem"),
+                            leading_keys=RECORD_KEYS),
+            # ... and marks projection_invalidation complete after a forget: that attribute
+            # of a SCOPE# item and nothing else, so a stream-fed function cannot, say, flip
+            # a CONF# confirmation to approved or rewrite a record's state.
+            iam.PolicyStatement(
+                actions=["dynamodb:UpdateItem"], resources=[self._storage.main.table_arn],
+                conditions={
+                    "ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(RECORD_KEYS)},
+                    "ForAllValues:StringEquals": {"dynamodb:Attributes": list(
+                        PROJECTOR_MAIN_ATTRIBUTES)},
+                    "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},
+                }),
             self._keys.storage_statement(write=True),
         )
 

@@ -36,9 +36,9 @@ from engram_memory.services.search import SearchService
 from engram_memory.services.withdraw import WithdrawService
 from engram_memory.settings import Settings
 
-# Short timeouts: a Lambda has a deadline, and a stuck call must fail retriably. Standard
-# retries are safe for TransactWriteItems: a retried commit that already landed meets its
-# own idempotency item and is answered as a replay.
+# Short timeouts: a Lambda has a deadline, and a stuck call must fail retriably. A
+# TransactWriteItems the SDK resent after a lost answer may meet its own idempotency item:
+# the store reports that as MUTATION_OUTCOME_UNKNOWN, never as a replay (docs/write_path.md).
 CLIENT_CONFIG = Config(
     connect_timeout=2,
     read_timeout=5,
@@ -104,7 +104,8 @@ def _port(name: str, default: Any) -> Any:
 def _gate() -> Any:
     # The Step Functions confirmation gate (docs/confirmation.md): a gated tool's commit
     # consumes the human approval named by the host context, or fails with gate_failed.
-    return _port("gate", DynamoConfirmationGate(settings().table_name))
+    return _port("gate", DynamoConfirmationGate(settings().table_name,
+                                                  dynamodb_client()))
 
 
 def _policy() -> Any:

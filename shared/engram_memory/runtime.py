@@ -8,7 +8,11 @@ class; anything else as the generic retriable error, logged by class name only (
 ``str(exc)``: an exception text may quote memory content).
 
 ``run_adjudication`` is the same boundary for the host's adjudication event, which only
-the request_admission Lambda accepts (docs/confirmation.md, "Adjudication").
+the request_admission Lambda accepts (docs/confirmation.md, "Adjudication"): it must carry
+a maintainer token the function verifies again, since the IAM principal is not enough.
+
+Both paths refuse a scope this deployment does not serve with the one check
+``deployment_serves`` (UNAUTHORIZED); a tenant or workspace id with '#' is INVALID_SCHEMA.
 
 Log lines carry ``tool``, ``audit_id`` and ``token_id`` only: never arguments or content.
 """
@@ -38,6 +42,7 @@ from engram_memory.domain.errors import (
     InvalidSchema,
     Unauthorized,
 )
+from engram_memory.settings import Settings
 
 SERVICE_NAME = "engram-memory"
 METRICS_NAMESPACE = "EngramMemory"
@@ -61,6 +66,9 @@ Adjudicator = Callable[[Scope, str, str, str], Mapping[str, Any]]
 ScopeCheck = Callable[[Scope], bool]
 """Whether this deployment serves a scope (its tenant, one of its workspaces)."""
 
+MaintainerCheck = Callable[[str], str]
+"""Verify a maintainer bearer token → its tenant; raise ``Unauthorized`` if it is not one."""
+
 _LOG_KEYS = ("tool", "audit_id", "token_id")
 _UNKNOWN_AUDIT_ID = "unavailable"
 
@@ -68,6 +76,19 @@ _UNKNOWN_AUDIT_ID = "unavailable"
 def wall_clock_ms() -> int:
     """Epoch milliseconds from the system clock (the default deadline clock)."""
     return time.time_ns() // 1_000_000
+
+
+def serves_scope(scope: Scope, settings: Settings) -> bool:
+    """The scope is the deployment's tenant and, when configured, one of its workspaces."""
+    allowed = settings.workspace_ids
+    return scope.tenant_id == settings.tenant_id and (
+        not allowed or scope.workspace_id in allowed)
+
+
+def deployment_serves(scope: Scope) -> bool:
+    """``serves_scope`` against the function's own environment (the stack's settings)."""
+    # Read per call (the environment is the deployment's; tests change it between cases).
+    return serves_scope(scope, Settings.from_env())
 
 
 def _audit_id_of(event: object) -> str:
@@ -100,11 +121,15 @@ def _authorize(tool: Tool, invocation: ToolInvocation, ctx: InvocationContext,
 
 
 def _execute(tool: Tool, event: object, resolve: Callable[[], ToolService],
-             now_ms: Callable[[], int]) -> dict[str, Any]:
+             now_ms: Callable[[], int], serves: ScopeCheck) -> dict[str, Any]:
     invocation, ctx = _parse(event)
     logger.append_keys(tool=tool.value, audit_id=ctx.audit_id, token_id=ctx.token_id)
     _authorize(tool, invocation, ctx, now_ms())
     model = validate_arguments(tool, invocation.arguments)
+    # After the pure checks (they need no configuration), before any service or store:
+    # an event for a scope this deployment does not serve is refused, never looked up.
+    if not serves(ctx.scope):
+        raise Unauthorized
     service = resolve()
     value = service(ctx, model)
     return success(dict(value), ctx.audit_id)
@@ -116,6 +141,7 @@ def run_tool(
     resolve: Callable[[], ToolService],
     *,
     now_ms: Callable[[], int] = wall_clock_ms,
+    serves: ScopeCheck = deployment_serves,
 ) -> dict[str, Any]:
     """Run one tool invocation and return the envelope dict (never raises).
 
@@ -124,7 +150,7 @@ def run_tool(
     """
     audit_id = _audit_id_of(event)
     try:
-        envelope = _execute(tool, event, resolve, now_ms)
+        envelope = _execute(tool, event, resolve, now_ms, serves)
         metrics.add_metric(name=f"{tool.value}.ok", unit=MetricUnit.Count, value=1)
         return envelope
     except EngramError as exc:
@@ -149,13 +175,17 @@ def is_adjudication(event: object) -> bool:
 
 
 def _adjudicate(event: object, resolve: Callable[[], Adjudicator],
-                serves: ScopeCheck) -> dict[str, Any]:
+                serves: ScopeCheck, maintainer: MaintainerCheck) -> dict[str, Any]:
     try:
         invocation = AdjudicationInvocation.model_validate(event)
     except (ValidationError, ValueError, TypeError):
         raise InvalidSchema from None
     logger.append_keys(tool=ADJUDICATION_KIND, audit_id=invocation.audit_id)
-    if not serves(invocation.scope):
+    if not serves(invocation.scope) or invocation.maintainer_token is None:
+        raise Unauthorized
+    # The invoker's IAM identity may be the agent-facing endpoint: only a maintainer's
+    # token of this very tenant makes the event a host decision.
+    if maintainer(invocation.maintainer_token) != invocation.tenant_id:
         raise Unauthorized
     value = resolve()(invocation.scope, invocation.candidate_id, invocation.decision,
                       invocation.approver)
@@ -163,11 +193,11 @@ def _adjudicate(event: object, resolve: Callable[[], Adjudicator],
 
 
 def run_adjudication(event: object, resolve: Callable[[], Adjudicator],
-                     serves: ScopeCheck) -> dict[str, Any]:
+                     serves: ScopeCheck, maintainer: MaintainerCheck) -> dict[str, Any]:
     """Run one host adjudication event and return the envelope dict (never raises)."""
     audit_id = _adjudication_audit_id(event)
     try:
-        envelope = _adjudicate(event, resolve, serves)
+        envelope = _adjudicate(event, resolve, serves, maintainer)
         metrics.add_metric(name="adjudication.ok", unit=MetricUnit.Count, value=1)
         return envelope
     except EngramError as exc:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import re
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -262,3 +265,118 @@ def test_only_the_mcp_endpoint_and_the_host_api_can_invoke_request_admission(
     # No resource-based policy opens the one decrypting function to anyone else.
     assert not [lid for lid, r in synthesized.resources("AWS::Lambda::Permission").items()
                 if refers_to(r["Properties"]["FunctionName"], admission)]
+
+
+# --- every DynamoDB call the read path makes is granted, on the table it is made to -------
+
+# boto3 operation -> the IAM action authorizing it. TransactWriteItems has no action of its
+# own: each element is authorized as its item action (see _element_actions).
+_IAM_ACTION = {
+    "get_item": "dynamodb:GetItem", "batch_get_item": "dynamodb:BatchGetItem",
+    "query": "dynamodb:Query", "scan": "dynamodb:Scan", "put_item": "dynamodb:PutItem",
+    "update_item": "dynamodb:UpdateItem", "delete_item": "dynamodb:DeleteItem",
+    "batch_write_item": "dynamodb:BatchWriteItem",
+}
+_READ_ACTIONS = {"dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"}
+_RECORD_READER = "engram_memory.adapters.dynamodb.record_reader"
+_PROJECTION_STORE = ("engram_memory.adapters.dynamodb.projection_store",
+                     "engram_memory.adapters.dynamodb.posting_writer")
+
+
+def _called_actions(*modules: str) -> set[str]:
+    """The IAM actions of the DynamoDB calls in the source of the adapter modules."""
+    found: set[str] = set()
+    for module in modules:
+        source = inspect.getsource(importlib.import_module(module))
+        operations = set(re.findall(r"\.(\w+)\(", source))
+        operations |= set(re.findall(r'_call\(\s*"(\w+)"', source))  # getattr dispatch
+        found |= {_IAM_ACTION[op] for op in operations if op in _IAM_ACTION}
+        if "transact_write_items" in operations:
+            found |= {f"dynamodb:{kind}Item" for kind in
+                      re.findall(r'\{"(Put|Update|Delete|ConditionCheck)":', source)}
+    return found
+
+
+def _granted_on(synthesized: Synthesized, function: str, table_part: str) -> set[str]:
+    table = _lid(synthesized, "AWS::DynamoDB::Table", table_part)
+    statements = statements_by_function(synthesized.template)[function]
+    return set().union(*(actions(s) for s in statements if refers_to(s["Resource"], table)))
+
+
+def test_the_projector_may_make_every_call_its_adapters_make_on_the_right_table(
+        synthesized: Synthesized) -> None:
+    main_calls = _called_actions(_RECORD_READER)
+    projection_calls = _called_actions(*_PROJECTION_STORE)
+    # The record reader batch-reads records; without it every stream batch fails in AWS.
+    assert {"dynamodb:BatchGetItem", "dynamodb:UpdateItem"} <= main_calls
+    assert main_calls <= _granted_on(synthesized, "projector", "MainTable")
+    assert projection_calls <= _granted_on(synthesized, "projector", "ProjectionTable")
+
+
+def test_search_and_get_may_make_every_read_their_adapters_make_on_the_right_table(
+        synthesized: Synthesized) -> None:
+    # Search and get use only the reading methods of these adapters; the writes are the
+    # projector's (test_search_and_get_can_only_read holds them to that).
+    record_reads = _called_actions(_RECORD_READER) & _READ_ACTIONS
+    projection_reads = _called_actions(*_PROJECTION_STORE) & _READ_ACTIONS
+    assert "dynamodb:BatchGetItem" in record_reads
+    assert {"dynamodb:Query", "dynamodb:BatchGetItem"} <= projection_reads
+    for name in ("search", "get"):
+        assert record_reads <= _granted_on(synthesized, name, "MainTable"), name
+    assert projection_reads <= _granted_on(synthesized, "search", "ProjectionTable")
+
+
+def test_the_projector_touches_only_record_partitions_of_the_main_table(
+        synthesized: Synthesized) -> None:
+    main = _lid(synthesized, "AWS::DynamoDB::Table", "MainTable")
+    # Item statements only: the stream statements name the table's StreamArn instead.
+    statements = [s for s in statements_by_function(synthesized.template)["projector"]
+                  if {"Fn::GetAtt": [main, "Arn"]} in as_list(s["Resource"])]
+    assert statements
+    for s in statements:
+        assert s["Condition"]["ForAllValues:StringLike"] == {
+            "dynamodb:LeadingKeys": ["SCOPE#*"]}
+    updates = [s for s in statements if "dynamodb:UpdateItem" in actions(s)]
+    assert len(updates) == 1
+    assert actions(updates[0]) == {"dynamodb:UpdateItem"}
+    assert updates[0]["Condition"]["ForAllValues:StringEquals"] == {
+        "dynamodb:Attributes": ["pk", "sk", "projection_invalidation"]}
+    assert updates[0]["Condition"]["StringEqualsIfExists"] == {
+        "dynamodb:ReturnValues": ["NONE"]}
+
+
+_NOT_ATTRIBUTES = {"SET", "REMOVE", "ADD", "DELETE", "AND", "OR", "NOT", "attribute_exists",
+                   "attribute_not_exists", "if_not_exists", "begins_with", "contains", "size"}
+
+
+def test_the_projectors_one_main_table_write_fits_its_attribute_condition() -> None:
+    import boto3
+    from botocore.stub import Stubber
+    from engram_memory.adapters.dynamodb.record_reader import DynamoRecordReader
+    from engram_memory.domain.context import Scope
+
+    from infra.constructs.access import PROJECTOR_MAIN_ATTRIBUTES
+
+    client = boto3.client("dynamodb", region_name="us-east-1", aws_access_key_id="x",
+                          aws_secret_access_key="x")
+    sent: dict[str, Any] = {}
+    client.meta.events.register("provide-client-params.dynamodb.UpdateItem",
+                                lambda params, **_: sent.update(params))
+    with Stubber(client) as stub:
+        stub.add_response("update_item", {})
+        DynamoRecordReader(client, "main").mark_projection_complete(
+            Scope("example-tenant", "default"), "rec_1")
+    assert sent["Key"]["pk"]["S"].startswith("SCOPE#")
+    assert sent.get("ReturnValues", "NONE") == "NONE"
+    names = sent.get("ExpressionAttributeNames", {})
+    expressions = " ".join(sent.get(k, "") for k in ("UpdateExpression", "ConditionExpression"))
+    touched = set(sent["Key"])
+    for token in re.findall(r"[#:]?[A-Za-z_]\w*", expressions):
+        if not token.startswith(":") and token not in _NOT_ATTRIBUTES:
+            touched.add(names.get(token, token))
+    assert touched <= set(PROJECTOR_MAIN_ATTRIBUTES)
+    assert "projection_invalidation" in touched
+
+
+def test_capture_only_puts_wrapped_keys_and_never_reads_one(synthesized: Synthesized) -> None:
+    assert _granted_on(synthesized, "capture", "KeyTable") == {"dynamodb:PutItem"}

@@ -32,11 +32,10 @@ from tests.reliability.support import (
 THREADS = 12
 TARGETS = 6
 RETRIES = 6
-# BLOB_MISSING is tolerated here only because of the known defect pinned down (strict
-# xfail) by test_an_admission_overtaken_by_a_withdraw_answers_not_found_not_blob_missing.
-KNOWN_RACE_DEFECT = "BLOB_MISSING"
+# BLOB_MISSING is NOT a legal race outcome: an admission overtaken by a withdraw answers
+# NOT_FOUND (see test_an_admission_overtaken_by_a_withdraw_answers_not_found_not_blob_missing).
 DEFINITIVE_REFUSALS = {"ILLEGAL_TRANSITION", "ALREADY_TERMINAL", "NOT_FOUND", "DIGEST_CONFLICT",
-                       "gate_failed", KNOWN_RACE_DEFECT}
+                       "gate_failed"}
 
 Task = tuple[str, Callable[[], dict[str, Any]]]
 
@@ -184,10 +183,6 @@ def test_concurrent_lifecycles_on_shared_targets_and_keys_keep_every_invariant(
     assert projection_ids(world) == eligible
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known defect: AdmissionService._open reads the wrapped key, then the ciphertext; a "
-    "withdraw committing in between makes load_sealed raise BlobMissing (an operational "
-    "'stop and report' code) instead of re-reading the candidate (NOT_FOUND)"))
 def test_an_admission_overtaken_by_a_withdraw_answers_not_found_not_blob_missing(
     world: World,
 ) -> None:

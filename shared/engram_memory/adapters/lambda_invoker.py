@@ -52,7 +52,6 @@ class LambdaInvoker:
                 InvocationType="RequestResponse",
                 Payload=json.dumps(invocation, ensure_ascii=False).encode("utf-8"),
             )
-            raw = response["Payload"].read()
         except (ReadTimeoutError, ConnectionClosedError) as exc:
             logger.warning("tool invoke timed out", extra={"tool": tool.value})
             raise _unknown_outcome(tool) from exc
@@ -60,6 +59,13 @@ class LambdaInvoker:
             # The service refused the call before the function ran (throttle, missing, denied).
             logger.warning("tool invoke refused", extra={"tool": tool.value})
             raise StoreUnavailable() from exc
+        # Invoke returned: the function ran, so any failure from here on (a broken payload
+        # stream included, e.g. ResponseStreamingError) may follow a committed mutation.
+        try:
+            raw = response["Payload"].read()
+        except Exception as exc:
+            logger.warning("tool answer unreadable", extra={"tool": tool.value})
+            raise _unknown_outcome(tool) from exc
         if response.get("FunctionError"):
             logger.error("tool function error", extra={"tool": tool.value})
             raise _unknown_outcome(tool)

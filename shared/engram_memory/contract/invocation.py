@@ -8,7 +8,10 @@ with the envelope dict.
 ``AdjudicationInvocation`` is the one other event: the host API (never the MCP endpoint)
 asks the request_admission Lambda, the only function allowed to decrypt a candidate, to
 settle a ``pending_adjudication`` candidate. It shares no field name with a
-``ToolInvocation`` and both models are closed, so neither can be read as the other.
+``ToolInvocation`` and both models are closed, so neither can be read as the other. It
+carries the maintainer's bearer token, which the function verifies again: the IAM
+principal allowed to invoke request_admission includes the internet-facing MCP endpoint,
+so the invoker alone proves nothing about who asked.
 """
 
 from __future__ import annotations
@@ -20,14 +23,31 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from engram_memory.contract.types import CandidateId, OpaqueRef
 from engram_memory.domain.context import InvocationContext, Scope, Tool
 
+# Same bound as the host-context verifier (engram_memory.mcp.host_context.MAX_TOKEN_BYTES).
+MAX_TOKEN_BYTES = 16_384
+
+
+ADJUDICATION_KIND = "adjudication"
+
+
+def _no_key_separator(value: str) -> str:
+    # Scope ids become storage-key parts joined by '#': never let one carry a separator.
+    if "#" in value:
+        raise ValueError("not a scope id")
+    return value
+
+
+ScopeId = Annotated[OpaqueRef, AfterValidator(_no_key_separator)]
+
 
 class ContextModel(BaseModel):
     """Wire form of :class:`InvocationContext` (already verified by the endpoint)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
-    tenant_id: str
-    workspace_id: str
+    # Same '#'-free ids as an adjudication: a tool event never names a composite key part.
+    tenant_id: Annotated[str, AfterValidator(_no_key_separator)]
+    workspace_id: Annotated[str, AfterValidator(_no_key_separator)]
     principal: str
     agent_id: str
     session_id: str
@@ -84,19 +104,6 @@ class ToolInvocation(BaseModel):
     arguments: dict[str, Any]
 
 
-ADJUDICATION_KIND = "adjudication"
-
-
-def _no_key_separator(value: str) -> str:
-    # Scope ids become storage-key parts joined by '#': never let one carry a separator.
-    if "#" in value:
-        raise ValueError("not a scope id")
-    return value
-
-
-ScopeId = Annotated[OpaqueRef, AfterValidator(_no_key_separator)]
-
-
 class AdjudicationInvocation(BaseModel):
     """``{kind: "adjudication", …}``: the host's decision on a held candidate."""
 
@@ -109,6 +116,10 @@ class AdjudicationInvocation(BaseModel):
     decision: Literal["accept", "reject"]
     approver: OpaqueRef
     audit_id: str = Field(min_length=1, max_length=256)
+    # The host API's verified maintainer JWT, re-verified by the function. Optional in the
+    # model so that a missing token is UNAUTHORIZED (not INVALID_SCHEMA); never in a repr.
+    maintainer_token: str | None = Field(default=None, min_length=1,
+                                         max_length=MAX_TOKEN_BYTES, repr=False)
 
     @property
     def scope(self) -> Scope:

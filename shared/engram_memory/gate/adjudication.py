@@ -4,7 +4,8 @@ Accepting a held candidate decrypts it, and only request_admission may use the t
 key (kms:Decrypt). So the host API never adjudicates in its own process: it sends one
 closed ``AdjudicationInvocation`` through the invoker port (``lambda:Invoke`` in AWS, a
 direct handler call in local mode and tests) and turns the envelope back into the value
-or the contract error it names.
+or the contract error it names. The event carries the maintainer's bearer token, which
+the function verifies again (its IAM invoker may be the agent-facing endpoint).
 """
 
 from __future__ import annotations
@@ -29,13 +30,14 @@ logger = logging.getLogger(__name__)
 
 
 def adjudication_event(scope: Scope, candidate_id: str, decision: str, approver: str,
-                       audit_id: str) -> dict[str, Any]:
+                       audit_id: str, maintainer_token: str) -> dict[str, Any]:
     """The JSON-ready event; a value the closed model refuses is INVALID_SCHEMA."""
     try:
         event = AdjudicationInvocation.model_validate({
             "kind": ADJUDICATION_KIND, "tenant_id": scope.tenant_id,
             "workspace_id": scope.workspace_id, "candidate_id": candidate_id,
             "decision": decision, "approver": approver, "audit_id": audit_id,
+            "maintainer_token": maintainer_token,
         })
     except ValidationError:
         raise InvalidSchema from None
@@ -71,11 +73,12 @@ class InvokedAdjudicator:
         self._invoker = invoker
         self._new_audit_id = new_audit_id
 
-    def __call__(self, scope: Scope, candidate_id: str, decision: str,
-                 approver: str) -> dict[str, Any]:
+    def __call__(self, scope: Scope, candidate_id: str, decision: str, approver: str,
+                 maintainer_token: str) -> dict[str, Any]:
         """Ask request_admission to settle the candidate; the admission value."""
         audit_id = self._new_audit_id()
-        event = adjudication_event(scope, candidate_id, decision, approver, audit_id)
+        event = adjudication_event(scope, candidate_id, decision, approver, audit_id,
+                                   maintainer_token)
         envelope = self._invoker.invoke(Tool.REQUEST_ADMISSION, event)
         try:
             return value_of(envelope)

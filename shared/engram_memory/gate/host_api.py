@@ -40,8 +40,8 @@ from engram_memory.services.confirmation import ConfirmationService, Decision
 
 logger = logging.getLogger(__name__)
 
-Adjudicate = Callable[[Scope, str, str, str], Mapping[str, Any]]
-"""``(scope, candidate_id, decision "accept"|"reject", approver) -> outcome`` (admission)."""
+Adjudicate = Callable[[Scope, str, str, str, str], Mapping[str, Any]]
+"""``(scope, candidate_id, decision, approver, maintainer token) -> outcome`` (admission)."""
 
 _STATUS_BY_CODE = {
     "INVALID_SCHEMA": 400, "INVALID_DIGEST": 400, "UNAUTHORIZED": 403, "NOT_FOUND": 404,
@@ -188,7 +188,10 @@ class HostApi:
     ) -> dict[str, Any]:
         body: AdjudicationBody = _body(AdjudicationBody, request.body)
         scope = self._scope(body.workspace_id)
-        outcome = self._adjudicate(scope, candidate_id, body.decision, body.approver or who.subject)
+        # The verified bearer token travels on: request_admission verifies it again.
+        token = bearer_token(request.headers.get("authorization"))
+        outcome = self._adjudicate(scope, candidate_id, body.decision,
+                                   body.approver or who.subject, token)
         return _response(200, dict(outcome))
 
 

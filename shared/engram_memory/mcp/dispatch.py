@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 from engram_memory.contract.envelope import failure, failure_for_unexpected
 from engram_memory.contract.invocation import ContextModel, ToolInvocation
-from engram_memory.domain.context import InvocationContext, Tool
-from engram_memory.domain.errors import DeadlineExceeded, EngramError
+from engram_memory.domain.context import MUTATING_TOOLS, InvocationContext, Tool
+from engram_memory.domain.errors import DeadlineExceeded, EngramError, MutationOutcomeUnknown
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +68,14 @@ def _well_formed(envelope: object) -> bool:
     )
 
 
+def _unexpected(tool: Tool, audit_id: str) -> dict[str, Any]:
+    # The call may have reached the tool, so a mutation may have committed: a blind retry
+    # is not safe to suggest. Reads stay a plain retriable STORE_UNAVAILABLE.
+    if tool in MUTATING_TOOLS:
+        return failure(MutationOutcomeUnknown, audit_id)
+    return failure_for_unexpected(audit_id)
+
+
 def dispatch(
     tool: Tool,
     context: InvocationContext,
@@ -86,10 +94,10 @@ def dispatch(
     except Exception:
         # The detail stays out of the response and the log line (it may carry content).
         logger.error("tool invocation failed", extra={"tool": tool.value, "audit_id": audit_id})
-        return failure_for_unexpected(audit_id)
+        return _unexpected(tool, audit_id)
     if not _well_formed(envelope):
         logger.error("tool returned a malformed envelope", extra={"tool": tool.value,
                                                                    "audit_id": audit_id})
-        return failure_for_unexpected(audit_id)
+        return _unexpected(tool, audit_id)
     # The host's audit id is authoritative in every envelope, whatever the tool echoed.
     return {**envelope, "auditId": audit_id}

@@ -4,8 +4,9 @@ Order: idempotency replay → the candidate must be pending in this scope (else 
 indistinguishable from unknown) → confirmation when the host requires it → policy version
 check (POLICY_STALE) → decrypt once → policy → verifier → tombstone guard → ONE commit.
 Outcomes: ``accepted`` (record stored, candidate key and ciphertext shredded),
-``duplicate_exact`` (the record this candidate would produce already exists and is not
-tombstoned: its record_id is returned, the candidate is shredded), ``rejected`` (shredded)
+``duplicate_exact`` (the record this candidate would produce already exists and is
+accepted_current: its record_id is returned, the candidate is shredded; a record in another
+state holds the candidate instead), ``rejected`` (shredded)
 and ``pending_adjudication`` (left pending and sealed, for the host route).
 """
 
@@ -26,7 +27,13 @@ from engram_memory.domain.canonical import (
     record_id_for,
 )
 from engram_memory.domain.context import InvocationContext, Scope, Tool
-from engram_memory.domain.errors import AlreadyTerminal, InvalidSchema, NotFound
+from engram_memory.domain.errors import (
+    AlreadyTerminal,
+    BlobMissing,
+    IllegalTransition,
+    InvalidSchema,
+    NotFound,
+)
 from engram_memory.domain.intent import intent_digest
 from engram_memory.domain.journal import Actor, JournalHead, build_event
 from engram_memory.domain.lifecycle import State
@@ -185,8 +192,15 @@ class AdmissionService:
         if wrapped is None:
             raise NotFound  # shredded meanwhile: the candidate is no longer pending
         key = self._key_vault.decrypt_data_key(wrapped, context)
-        sealed = self._store.load_sealed(scope, candidate.candidate_id, candidate.blob_chunks)
-        plaintext = self._sealer.open(key, sealed, canonical_json(context))
+        try:
+            sealed = self._store.load_sealed(scope, candidate.candidate_id,
+                                             candidate.blob_chunks)
+            plaintext = self._sealer.open(key, sealed, canonical_json(context))
+        except BlobMissing:
+            # A withdraw or a competing admission may have shredded the chunks after the
+            # key read: a candidate no longer pending is NOT_FOUND, not lost material.
+            self._pending(scope, candidate.candidate_id)
+            raise
         payload, evidence = records.open_material(plaintext)
         return AdmissionRequest(scope=scope, candidate_id=candidate.candidate_id,
                                 payload=payload, evidence=evidence)
@@ -226,6 +240,13 @@ class AdmissionService:
                     return _Outcome("pending_adjudication",
                                     receipt_of("pending_adjudication", trust, None))
                 raise AlreadyTerminal
+            if existing.state != State.ACCEPTED_CURRENT.value:
+                # Expired, historical, ...: the record is not current, so this is no
+                # duplicate, and the same record id cannot be accepted again.
+                if not guard:
+                    raise IllegalTransition
+                return _Outcome("pending_adjudication",
+                                receipt_of("pending_adjudication", trust, None))
             return _Outcome("duplicate_exact", receipt_of("duplicate_exact", trust, record_id),
                             record_id=record_id)
         record = records.build_record(candidate.record_digest, request.payload,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Protocol
@@ -130,7 +131,7 @@ class ConfirmationStore(Protocol):
         self, scope: Scope, elicitation_ref: str, decision: Decision, approver: str,
         decided_by: str, now_ms: int,
     ) -> None:
-        """Record the first decision; raise IllegalTransition if already decided/not awaiting."""
+        """Record the decision (again if identical); IllegalTransition if another/not awaiting."""
         ...
 
 
@@ -208,20 +209,35 @@ class ConfirmationService:
         self, scope: Scope, elicitation_ref: str, decision: Decision, approver: str,
         decided_by: str,
     ) -> Confirmation:
-        """Record the human decision and signal the workflow; returns the settled state."""
+        """Record the human decision and signal the workflow; returns the settled state.
+
+        Idempotent for the same decision: a retry after a failed signal re-sends it, and a
+        retry after it landed returns the current state. Another decision is refused.
+        """
         current = self._await_token(scope, elicitation_ref)
+        if current.decision is not None and current.decision != decision.value:
+            raise IllegalTransition()
+        if current.state is not ConfirmationState.AWAITING_DECISION:
+            if current.decision is None:
+                raise IllegalTransition()
+            return current  # this very decision already settled the workflow
         now = self._clock()
-        if current.state is not ConfirmationState.AWAITING_DECISION or now >= current.expires_at_ms:
+        if now >= current.expires_at_ms:
             raise IllegalTransition()
         if current.task_token is None:
             raise StoreUnavailable()
         self._store.record_decision(scope, elicitation_ref, decision, approver, decided_by, now)
-        if decision is Decision.APPROVE:
-            window_end = now + current.window_seconds * 1000
-            self._workflow.approve(current.task_token, now, window_end)
-        else:
-            self._workflow.reject(current.task_token)
+        # A spent token (TaskTimedOut/InvalidToken → IllegalTransition) means an earlier
+        # send of this recorded decision landed after all: the workflow's write is the truth.
+        with suppress(IllegalTransition):
+            self._signal(current.task_token, decision, now, current.window_seconds)
         return self._await_state_change(scope, elicitation_ref)
+
+    def _signal(self, task_token: str, decision: Decision, now: int, window_s: int) -> None:
+        if decision is Decision.APPROVE:
+            self._workflow.approve(task_token, now, now + window_s * 1000)
+        else:
+            self._workflow.reject(task_token)
 
     def _await_recorded(self, scope: Scope, elicitation_ref: str) -> Confirmation:
         # The workflow's first state writes the item; answering only once it exists means

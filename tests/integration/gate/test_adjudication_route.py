@@ -24,7 +24,7 @@ from functions.request_admission.handler import lambda_handler as admission_hand
 from tests.integration.gate.botocore_hooks import FakeLambdaService, default_session_hooks
 from tests.integration.gate.conftest import GateEnv
 from tests.integration.gate.host import host_call, host_event
-from tests.integration.write_path.support import admit, capture, value
+from tests.integration.write_path.support import admit, capture, lambda_context, value
 from tests.support.events import TENANT_ID, WORKSPACE_ID
 
 ADMISSION_FUNCTION = "engram-tenant-a-request-admission"
@@ -66,16 +66,39 @@ def test_the_host_api_sends_one_adjudication_event_through_the_invoker(
         gate_env: GateEnv, held: str) -> None:
     invoker = RecordingInvoker()
     api = build_host_api(gate_env.settings, gate_clients(gate_env.settings), invoker)
-    response = api.handle(host_event("POST", f"/host/adjudications/{held}",
-                                     gate_env.maintainer_token(), BODY))
+    token = gate_env.maintainer_token()
+    response = api.handle(host_event("POST", f"/host/adjudications/{held}", token, BODY))
     assert response["statusCode"] == 200, response
     assert json.loads(response["body"])["outcome"]["status"] == "accepted"
     [(tool, event)] = invoker.calls
     assert tool is Tool.REQUEST_ADMISSION
     assert {k: v for k, v in event.items() if k != "audit_id"} == {
         "kind": "adjudication", "tenant_id": TENANT_ID, "workspace_id": WORKSPACE_ID,
-        "candidate_id": held, "decision": "accept", "approver": "carol@example.test"}
+        "candidate_id": held, "decision": "accept", "approver": "carol@example.test",
+        "maintainer_token": token}
     assert event["audit_id"].startswith("adj_")
+
+
+def _direct_event(candidate: str, token: str | None) -> dict[str, Any]:
+    event: dict[str, Any] = {
+        "kind": "adjudication", "tenant_id": TENANT_ID, "workspace_id": WORKSPACE_ID,
+        "candidate_id": candidate, "decision": "accept", "approver": "mallory@example.test",
+        "audit_id": "adj-direct-0001"}
+    if token is not None:
+        event["maintainer_token"] = token
+    return event
+
+
+@pytest.mark.parametrize("token_of", ["none", "agent", "other-tenant"])
+def test_an_invoker_without_a_maintainer_token_of_this_tenant_cannot_adjudicate(
+        gate_env: GateEnv, held: str, token_of: str) -> None:
+    # What the MCP endpoint's role could send: it may invoke request_admission directly.
+    token = {"none": None, "agent": gate_env.agent_token(WORKSPACE_ID),
+             "other-tenant": gate_env.maintainer_token(tenant="tenant-b")}[token_of]
+    envelope = admission_handler(_direct_event(held, token), lambda_context(Tool.REQUEST_ADMISSION))
+    assert envelope["ok"] is False
+    assert envelope["error"]["code"] == "UNAUTHORIZED"
+    assert _state(held) == "pending"
 
 
 def test_with_the_function_named_the_host_api_adjudicates_over_lambda_invoke(

@@ -144,7 +144,9 @@ def test_an_approval_bound_to_another_call_fails_the_gate(
         ref = _approved(gate_env, Tool.WITHDRAW, {**args, "reason_ref": "reason:other"})
     else:
         ref = _approved(gate_env, Tool.WITHDRAW, args, principal="user:mallory")
-    assert code(call(Tool.WITHDRAW, args, confirmation_ref=ref, **ctx)) == "gate_failed"
+    # CONTRACT §3.5: the same approved call with other arguments is a digest conflict.
+    expected = "DIGEST_CONFLICT" if mismatch == "digest" else "gate_failed"
+    assert code(call(Tool.WITHDRAW, args, confirmation_ref=ref, **ctx)) == expected
     item = gate_env.confirmation_item(WORKSPACE_ID, ref)
     assert item is not None
     assert item["state"]["S"] == "approved"

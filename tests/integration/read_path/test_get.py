@@ -43,11 +43,16 @@ def test_get_does_not_wait_for_the_projector(read_path: ReadPath) -> None:
 
 def test_another_tenants_record_is_byte_identical_to_an_unknown_id(read_path: ReadPath) -> None:
     record_id = read_path.admit("Xerus tenant secret rotation schedule.")
-    foreign_tenant = read_path.get(record_id, tenant_id="tenant-b", audit_id="audit-foreign")
     foreign_workspace = read_path.get(record_id, workspace_id="ws-other", audit_id="audit-ws")
     unknown = read_path.get(UNKNOWN_ID, audit_id="audit-unknown")
+    # Tenant B's deployment (one stack per tenant; here even sharing tenant A's tables) asks
+    # for tenant A's record: its keys cannot reach it.
+    read_path.aws.configure(ENGRAM_TENANT_ID="tenant-b")
+    foreign_tenant = read_path.get(record_id, tenant_id="tenant-b", audit_id="audit-foreign")
+    unknown_in_b = read_path.get(UNKNOWN_ID, tenant_id="tenant-b", audit_id="audit-unknown")
     assert error_code(unknown) == "NOT_FOUND"
     assert _without_audit(foreign_tenant) == _without_audit(unknown)
+    assert _without_audit(unknown_in_b) == _without_audit(unknown)
     assert _without_audit(foreign_workspace) == _without_audit(unknown)
     assert foreign_tenant["auditId"] == "audit-foreign"
 
@@ -72,18 +77,20 @@ def test_refusals_make_the_same_reads_whatever_the_reason(read_path: ReadPath) -
     def record(event_name: str, **_: Any) -> None:
         calls.append(event_name.rsplit(".", 1)[-1])
 
-    bootstrap.dynamodb_client().meta.events.register("before-call.dynamodb", record)
-    reads: dict[str, list[str]] = {}
-    for label, kwargs in (
-        ("unknown", {"record_id": UNKNOWN_ID}),
-        ("forgotten", {"record_id": forgotten}),
-        ("foreign", {"record_id": current, "tenant_id": "tenant-b"}),
-        ("current", {"record_id": current}),
-    ):
+    def reads_of(record_id: str, **kwargs: Any) -> list[str]:
         calls.clear()
-        record_id = kwargs.pop("record_id")
         read_path.get(record_id, **kwargs)
-        reads[label] = list(calls)
+        return list(calls)
+
+    bootstrap.dynamodb_client().meta.events.register("before-call.dynamodb", record)
+    reads = {
+        "unknown": reads_of(UNKNOWN_ID),
+        "forgotten": reads_of(forgotten),
+        "current": reads_of(current),
+    }
+    read_path.aws.configure(ENGRAM_TENANT_ID="tenant-b")  # tenant B's deployment
+    bootstrap.dynamodb_client().meta.events.register("before-call.dynamodb", record)
+    reads["foreign"] = reads_of(current, tenant_id="tenant-b")
     assert reads["unknown"] == reads["forgotten"] == reads["foreign"] == reads["current"]
     assert reads["unknown"] == ["GetItem", "BatchGetItem"]
 

@@ -7,10 +7,12 @@ Only the host API sends ``{kind: "adjudication", ...}``; the agent's path (a
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
 from engram_memory.domain.context import Tool
+from engram_memory.local.tokens import generate_host_key, mint_maintainer_token, public_pem
 
 from functions.request_admission.handler import lambda_handler as admission_handler
 from tests.integration.conftest import AwsEnv
@@ -27,10 +29,16 @@ from tests.support.events import TENANT_ID, WORKSPACE_ID, make_event
 
 def _held(aws: AwsEnv) -> str:
     """A candidate the host policy left pending_adjudication."""
-    aws.configure(ENGRAM_ADMISSION_MODE="adjudicate")
+    aws.configure(ENGRAM_ADMISSION_MODE="adjudicate", ENGRAM_HOST_ISSUER=ISSUER,
+                  ENGRAM_AUDIENCE=AUDIENCE, ENGRAM_HOST_PUBLIC_KEY_PEM=public_pem(HOST_KEY))
     candidate = str(capture()["candidate_id"])
     assert value(admit(candidate))["outcome"]["status"] == "pending_adjudication"
     return candidate
+
+
+ISSUER = "https://host.example.test"
+AUDIENCE = "engram-memory-adjudication-event-tests"
+HOST_KEY = generate_host_key()
 
 
 def _event(candidate: str, **overrides: Any) -> dict[str, Any]:
@@ -38,6 +46,8 @@ def _event(candidate: str, **overrides: Any) -> dict[str, Any]:
         "kind": "adjudication", "tenant_id": TENANT_ID, "workspace_id": WORKSPACE_ID,
         "candidate_id": candidate, "decision": "accept", "approver": "host:reviewer",
         "audit_id": "adj-audit-0001",
+        "maintainer_token": mint_maintainer_token(
+            HOST_KEY, issuer=ISSUER, audience=AUDIENCE, tenant=TENANT_ID, now=time.time()),
     }
     event.update(overrides)
     return event

@@ -9,12 +9,12 @@ from typing import Any
 
 import boto3
 import pytest
-from botocore.exceptions import ReadTimeoutError
+from botocore.exceptions import ReadTimeoutError, ResponseStreamingError
 from botocore.stub import Stubber
 from engram_memory.adapters.inprocess_invoker import InProcessInvoker
 from engram_memory.adapters.lambda_invoker import LambdaInvoker, function_names_from_env
 from engram_memory.contract.envelope import failure, success
-from engram_memory.domain.context import InvocationContext, Scope, Tool
+from engram_memory.domain.context import MUTATING_TOOLS, InvocationContext, Scope, Tool
 from engram_memory.domain.errors import MutationOutcomeUnknown, NotFound, StoreUnavailable
 from engram_memory.mcp.dispatch import dispatch, purpose_mismatch
 
@@ -83,6 +83,20 @@ def test_a_malformed_tool_answer_is_a_store_unavailable_envelope() -> None:
     assert envelope["error"]["code"] == "STORE_UNAVAILABLE"
 
 
+@pytest.mark.parametrize("tool", sorted(MUTATING_TOOLS, key=str))
+def test_an_unexpected_failure_of_a_mutation_leaves_its_outcome_unknown(tool: Tool) -> None:
+    envelope = dispatch(tool, CTX, {}, RecordingInvoker(error=RuntimeError("secret content")),
+                        lambda: 1_000)
+    assert envelope["error"]["code"] == "MUTATION_OUTCOME_UNKNOWN"
+    assert envelope["auditId"] == "audit-host"
+    assert "secret" not in json.dumps(envelope)
+
+
+def test_a_malformed_answer_from_a_mutation_leaves_its_outcome_unknown() -> None:
+    envelope = dispatch(Tool.CAPTURE, CTX, {}, RecordingInvoker({"ok": "yes"}), lambda: 1_000)
+    assert envelope["error"]["code"] == "MUTATION_OUTCOME_UNKNOWN"
+
+
 @pytest.mark.parametrize(
     ("tool", "arguments", "mismatch"),
     [
@@ -143,6 +157,30 @@ def test_a_crashed_mutating_function_is_mutation_outcome_unknown() -> None:
                                      "Payload": io.BytesIO(b'{"errorMessage":"x"}')})
         with pytest.raises(MutationOutcomeUnknown):
             LambdaInvoker(client, {Tool.CAPTURE: "fn"}).invoke(Tool.CAPTURE, {})
+
+
+class BrokenStream:
+    """A payload whose stream breaks after invoke returned (the function already ran)."""
+
+    def read(self, *_: Any) -> bytes:
+        raise ResponseStreamingError(error=ConnectionError("reset"))
+
+
+def invoke_with_broken_payload(tool: Tool) -> None:
+    client = lambda_client()
+    with Stubber(client) as stub:
+        stub.add_response("invoke", {"StatusCode": 200, "Payload": BrokenStream()})
+        LambdaInvoker(client, {tool: "fn"}).invoke(tool, {})
+
+
+def test_a_mutations_answer_lost_in_transit_is_mutation_outcome_unknown() -> None:
+    with pytest.raises(MutationOutcomeUnknown):
+        invoke_with_broken_payload(Tool.WITHDRAW)
+
+
+def test_a_reads_answer_lost_in_transit_is_store_unavailable() -> None:
+    with pytest.raises(StoreUnavailable):
+        invoke_with_broken_payload(Tool.GET)
 
 
 def test_a_timed_out_read_is_store_unavailable_not_unknown() -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from engram_memory.adapters.dynamodb.errors import translate_conditional, translate_read
-from engram_memory.domain.errors import GateFailed, IllegalTransition
+from engram_memory.domain.errors import DigestConflict, GateFailed, IllegalTransition
 from engram_memory.services.confirmation import (
     REF_RE,
     Confirmation,
@@ -87,14 +87,21 @@ class DynamoConfirmationStore:
         self, scope: Scope, elicitation_ref: str, decision: Decision, approver: str,
         decided_by: str, now_ms: int,
     ) -> None:
-        """First decision wins: conditional on ``awaiting_decision`` and no decision yet."""
+        """First decision wins; recording the SAME decision again succeeds (a retry).
+
+        A decision saved whose workflow signal then failed must not block its own retry:
+        the condition accepts the identical decision, and ``if_not_exists`` keeps the
+        first approver and instant. A different decision still fails the condition.
+        """
         try:
             self._client.update_item(
                 TableName=self._table,
                 Key=_typed_key(scope, elicitation_ref),
-                UpdateExpression="SET decision = :d, approver = :a, decided_by = :by, "
-                                 "decided_at_ms = :now",
-                ConditionExpression="#s = :awaiting AND attribute_not_exists(decision)",
+                UpdateExpression="SET decision = :d, approver = if_not_exists(approver, :a), "
+                                 "decided_by = if_not_exists(decided_by, :by), "
+                                 "decided_at_ms = if_not_exists(decided_at_ms, :now)",
+                ConditionExpression="#s = :awaiting AND "
+                                    "(attribute_not_exists(decision) OR decision = :d)",
                 ExpressionAttributeNames={"#s": "state"},
                 ExpressionAttributeValues={
                     ":d": {"S": decision.value}, ":a": {"S": approver}, ":by": {"S": decided_by},
@@ -135,8 +142,10 @@ class DynamoConfirmationStore:
 class DynamoConfirmationGate:
     """The ConfirmationGate port: a TransactWriteItems element consuming the confirmation."""
 
-    def __init__(self, table_name: str) -> None:
+    def __init__(self, table_name: str, client: Any | None = None) -> None:
         self._table = table_name
+        # With a client the gate can tell a digest mismatch apart (see _check_digest).
+        self._client = client
 
     def consume_item(
         self, ctx: InvocationContext, tool: Tool, target: str, operation_digest: str,
@@ -151,6 +160,7 @@ class DynamoConfirmationGate:
         ref = ctx.confirmation_ref
         if ref is None or REF_RE.fullmatch(ref) is None:
             raise GateFailed()
+        self._check_digest(ctx, ref, tool, target, operation_digest, now_ms)
         return {
             "Update": {
                 "TableName": self._table,
@@ -180,3 +190,33 @@ class DynamoConfirmationGate:
                 "ReturnValuesOnConditionCheckFailure": "NONE",
             }
         }
+
+    def _check_digest(self, ctx: InvocationContext, ref: str, tool: Tool, target: str,
+                      operation_digest: str, now_ms: int) -> None:
+        """DigestConflict when a usable approval for this very call names other arguments.
+
+        CONTRACT §3.5: the confirmation is bound to an intent hash and a mismatch surfaces
+        as DIGEST_CONFLICT. Tool, target, principal and the approval's immutable digest are
+        written once by the workflow, so such an approval can never match this call: the
+        commit would only cancel. Anything else is left to the commit's condition, which
+        stays the single authority (its failure is gate_failed).
+        """
+        if self._client is None:
+            return
+        try:
+            response = self._client.get_item(
+                TableName=self._table, Key=_typed_key(ctx.scope, ref), ConsistentRead=True,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_read(exc) from exc
+        item = response.get("Item")
+        if not item:
+            return
+        found = confirmation_from_item(item)
+        usable = (found.state is ConfirmationState.APPROVED
+                  and found.approved_at_ms is not None and found.window_ends_at_ms is not None
+                  and found.approved_at_ms <= now_ms <= found.window_ends_at_ms)
+        same_call = (found.tool == tool.value and found.target == target
+                     and found.principal == ctx.principal)
+        if usable and same_call and found.operation_digest != operation_digest:
+            raise DigestConflict()

@@ -68,7 +68,8 @@ class DynamoRecordReader:
             ]
             for item in self._batch_get(keys):
                 row = self._row(scope, item)
-                rows[row.record_id] = row
+                if row is not None:
+                    rows[row.record_id] = row
         return rows
 
     def mark_projection_complete(self, scope: Scope, record_id: str) -> None:
@@ -91,12 +92,15 @@ class DynamoRecordReader:
         except BotoCoreError as exc:
             raise translate_error(exc) from exc
 
-    def _row(self, scope: Scope, item: dict[str, Any]) -> RecordRow:
+    def _row(self, scope: Scope, item: dict[str, Any]) -> RecordRow | None:
         record_id = item["sk"]["S"].removeprefix("REC#")
         text = _str(item, "record_json")
         parts = _int(item, "record_parts") or 0
         if text is None and parts:
             text = self._parts(scope, record_id, parts)
+            if text is None:
+                self._check_part_loss(scope, item)
+                return None  # forgotten or expired between the reads: not eligible
         return RecordRow(
             record_id=record_id,
             state=_str(item, "state") or "",
@@ -109,8 +113,16 @@ class DynamoRecordReader:
             projection_invalidation=_str(item, "projection_invalidation"),
         )
 
-    def _parts(self, scope: Scope, record_id: str, parts: int) -> str:
-        """A large record's JSON from its ``REC#{id}#PART#{n:04d}`` items (``part``, bytes)."""
+    def _check_part_loss(self, scope: Scope, item: dict[str, Any]) -> None:
+        """A part vanished: fine if the head moved on (a forget raced us), else BlobMissing."""
+        fresh = self._call("get_item", TableName=self._table, ConsistentRead=True,
+                           Key={"pk": {"S": f"SCOPE#{scope.key}"}, "sk": item["sk"]}).get("Item")
+        if (fresh is not None and _str(fresh, "state") == _str(item, "state")
+                and _int(fresh, "record_parts") == _int(item, "record_parts")):
+            raise BlobMissing  # the head still names a part that is gone
+
+    def _parts(self, scope: Scope, record_id: str, parts: int) -> str | None:
+        """A large record's JSON from its ``REC#{id}#PART#{n:04d}`` items; None if one is gone."""
         keys = [
             {"pk": {"S": f"SCOPE#{scope.key}"}, "sk": {"S": f"REC#{record_id}#PART#{n:04d}"}}
             for n in range(parts)
@@ -120,7 +132,7 @@ class DynamoRecordReader:
         for key in keys:
             item = by_key.get(key["sk"]["S"])
             if item is None:
-                raise BlobMissing  # the head names a part that is gone
+                return None
             pieces.append(bytes(item["part"]["B"]))
         return b"".join(pieces).decode("utf-8")
 

@@ -3,6 +3,8 @@
 Element order of every commit (the cancellation reasons are read back by index):
 idempotency put (absent) · journal head update (cursor = expected) · journal event put
 (absent) · the consumed confirmation, when gated · the state changes.
+A commit the SDK had to resend (lost answer, then retried) and that then meets its own
+idempotency key is reported MUTATION_OUTCOME_UNKNOWN, never as someone else's replay.
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 from engram_memory.adapters.dynamodb import items as it
 from engram_memory.adapters.dynamodb.errors import translate_commit, translate_read
 from engram_memory.domain.context import Scope
-from engram_memory.domain.errors import BlobMissing
+from engram_memory.domain.errors import BlobMissing, MutationOutcomeUnknown
 from engram_memory.domain.journal import JournalEvent, JournalHead
 from engram_memory.services.ports import (
     CandidateEntry,
     Change,
+    CommitConflict,
+    ConflictKind,
     DueExpiry,
     ExpireRecord,
     IdempotencyEntry,
@@ -32,6 +36,13 @@ from engram_memory.services.ports import (
 )
 
 _RECORD_FIELDS = "record_id, #state, record_digest, payload_digest, record_parts"
+
+
+def _sdk_retried(exc: ClientError | BotoCoreError) -> bool:
+    """True when botocore sent the request more than once before this answer."""
+    if not isinstance(exc, ClientError):
+        return False
+    return int(exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0) > 0
 
 
 class DynamoMemoryStore:
@@ -161,7 +172,13 @@ class DynamoMemoryStore:
         try:
             self._client.transact_write_items(TransactItems=[body for _, body in elements])
         except (ClientError, BotoCoreError) as exc:
-            raise translate_commit(exc, kinds) from exc
+            error = translate_commit(exc, kinds)
+            if (isinstance(error, CommitConflict) and ConflictKind.IDEMPOTENCY in error.kinds
+                    and _sdk_retried(exc)):
+                # The SDK resent the commit after a lost answer: the key we now meet may be
+                # our own first attempt, so a replay would mislead. Unknown; a retry tells.
+                raise MutationOutcomeUnknown from exc
+            raise error from exc
 
     def _elements(self, plan: MutationPlan) -> Iterator[it.Element]:
         scope, event = plan.scope, plan.event
