@@ -40,7 +40,7 @@ from ir_eval import Collection, load_cranfield, mean, ndcg_at, recall_at
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cranfield"
 TITLES: dict[str, str] = {}
-DEFAULT_DOCS = 300
+DEFAULT_DOCS = 40
 HANDLERS = ("search", "get", "capture", "request_admission", "withdraw", "forget",
             "mcp_endpoint", "projector")
 
@@ -158,7 +158,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="40 documents, 1 import run")
     parser.add_argument("--docs", type=int, default=DEFAULT_DOCS,
-                        help="first N documents (1400 = all; slow on moto, see README)")
+                        help="first N documents (1400 = all; very slow on moto, see README)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     options = parser.parse_args()
     collection = load(options.data, 40 if options.quick else options.docs)
