@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import secrets
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
+from unittest import mock
 
 from engram_memory import bootstrap
 from engram_memory.adapters.dynamodb.confirmations import DynamoConfirmationGate
@@ -90,7 +92,15 @@ class World:
         ctx.setdefault("tenant_id", scope.tenant_id)
         ctx.setdefault("workspace_id", scope.workspace_id)
         event = make_event(tool, copy.deepcopy(args), **ctx)
-        envelope = handler(event, LocalLambdaContext(function_name=tool.value))
+        if scope == HOME:
+            envelope = handler(event, LocalLambdaContext(function_name=tool.value))
+        else:
+            # The deployment serving that scope (one stack per tenant; here sharing scope A's
+            # tables, so the store's scope keys alone must keep the two apart).
+            workspaces = f"{os.environ.get('ENGRAM_WORKSPACE_IDS', '')},{scope.workspace_id}"
+            with mock.patch.dict(os.environ, {"ENGRAM_TENANT_ID": scope.tenant_id,
+                                              "ENGRAM_WORKSPACE_IDS": workspaces}):
+                envelope = handler(event, LocalLambdaContext(function_name=tool.value))
         return dict(json.loads(json.dumps(envelope)))
 
     def approve(self, tool: Tool, args: dict[str, Any], scope: Scope = HOME,

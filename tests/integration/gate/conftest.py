@@ -59,7 +59,7 @@ class GateEnv:
         item: dict[str, Any] | None = response.get("Item")
         return item
 
-    def wait_for_state(self, workspace_id: str, ref: str, state: str, timeout_s: float = 10.0
+    def wait_for_state(self, workspace_id: str, ref: str, state: str, timeout_s: float = 30.0
                        ) -> dict[str, Any]:
         """Poll the item until it reaches ``state`` (the workflow runs asynchronously)."""
         deadline = time.monotonic() + timeout_s
