@@ -17,6 +17,7 @@ from typing import Any
 
 import boto3
 import pytest
+import requests
 from engram_memory import bootstrap
 from engram_memory.adapters.provisioning import create_tables, create_tenant_key
 from engram_memory.local.gate_setup import create_gate_resources
@@ -105,6 +106,7 @@ def gate_env() -> Iterator[GateEnv]:
     moto = start_moto(moto_env)
     url = moto.url
     stop = threading.Event()
+    pump: threading.Thread | None = None
     try:
         for name, value in {**BASE_ENV, **moto_env}.items():
             patch.setenv(name, value)
@@ -131,5 +133,10 @@ def gate_env() -> Iterator[GateEnv]:
     finally:
         _reset_wiring()
         stop.set()
+        if pump is not None:
+            pump.join(timeout=10)
+        # moto's backends are process-global: without a reset the next module's server would
+        # inherit this module's queue (and its messages) and state machine.
+        requests.post(f"{url}/moto-api/reset", timeout=10).raise_for_status()
         patch.undo()
         moto.stop()
