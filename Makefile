@@ -27,7 +27,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check shared functions infra tests bench examples
 
 typecheck: $(STAMP)
-	$(BIN)/mypy
+	$(BIN)/mypy && $(BIN)/mypy functions && $(BIN)/mypy infra && $(BIN)/mypy bench
 
 bench: $(STAMP)
 	$(BIN)/python bench/tool_latency.py

@@ -57,7 +57,7 @@ def per_query_ndcg(
 ) -> list[float]:
     """nDCG@10 per query with the given tokenizer swapped in."""
     original = tokenizer.tokenize
-    tokenizer.tokenize = tokenize
+    tokenizer.tokenize = tokenize  # type: ignore[assignment]
     try:
         postings, stats = ranking.build_index(
             ranking.FieldDocument(d["_id"], {"primary": d["title"], "context": d["text"]})

@@ -18,7 +18,6 @@ import platform
 import secrets
 import sys
 import tempfile
-import threading
 import time
 import warnings
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -45,6 +44,7 @@ from engram_memory.domain.intent import operation_digest  # noqa: E402
 from engram_memory.local.service import LocalConfig, RunningService, start_service  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from moto_shims import prepare_moto_dynamodb  # noqa: E402
 
 TENANT = "t-bench"
 WORKSPACE = "ws-bench"
@@ -124,73 +124,13 @@ def machine() -> str:
             f"{platform.python_version()} · {platform.system()} {platform.release()}")
 
 
-_MOTO_LOCK = threading.RLock()
-
-
-def serialize_moto_dynamodb() -> None:
-    """Make the in-process moto server's DynamoDB serializable, as DynamoDB is.
-
-    moto's TransactWriteItems deep-copies whole tables to roll back a failed condition;
-    served from several threads at once it can fail ("dictionary changed size") or undo
-    another request's commit. One lock per request (what tests/integration/conftest.py
-    does for mock_aws) makes concurrent clients measurable.
-    """
-    from moto.dynamodb.responses import DynamoHandler
-
-    if getattr(DynamoHandler.call_action, "_engram_serialized", False):
-        return
-    original = DynamoHandler.call_action
-
-    def call_action(self: Any) -> Any:
-        with _MOTO_LOCK:
-            return original(self)
-
-    call_action._engram_serialized = True  # type: ignore[attr-defined]
-    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
-    _snapshot_each_table_once()
-
-
-def _snapshot_each_table_once() -> None:
-    """moto snapshots a table once per transaction *element*: copy each table once.
-
-    Same rollback (the snapshot is taken before any element applies, and requests are
-    serialized above), without a 100-element transaction copying a table 100 times.
-    """
-    import copy as std_copy
-    import types
-
-    from moto.dynamodb import models
-    from moto.dynamodb.models.table import Table
-
-    original = models.DynamoDBBackend.transact_write_items
-
-    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        tables: dict[int, Any] = {}
-
-        def deepcopy(value: Any, memo: Any = None) -> Any:
-            if isinstance(value, Table):
-                if id(value) not in tables:
-                    tables[id(value)] = std_copy.deepcopy(value)
-                return tables[id(value)]
-            return std_copy.deepcopy(value, memo)
-
-        # moto's module calls ``copy.deepcopy``: swap its ``copy`` for one call.
-        setattr(models, "copy", types.SimpleNamespace(deepcopy=deepcopy, copy=std_copy.copy))  # noqa: B010
-        try:
-            original(self, transact_items)
-        finally:
-            setattr(models, "copy", std_copy)  # noqa: B010
-
-    models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
-
-
 class Bench:
     """A running local service and the two ways of calling its tools."""
 
     def __init__(self) -> None:
         """Start the service (moto server, endpoint, pumps) on a free loopback port."""
         quiet()
-        serialize_moto_dynamodb()
+        prepare_moto_dynamodb()
         self._saved = dict(os.environ)
         self._data = tempfile.TemporaryDirectory(prefix="engram-bench-")
         self.service: RunningService = start_service(LocalConfig(

@@ -91,7 +91,7 @@ class BulkWriter:
     """
 
     def __init__(self, client: Any) -> None:
-        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.core.models import DEFAULT_ACCOUNT_ID
         from moto.dynamodb.models import dynamodb_backends
 
         self._client = client
@@ -187,49 +187,6 @@ def measure(corpus: Corpus, rounds: int, calls: list[int]) -> dict[str, float]:
     }
 
 
-def partition_indexed_moto_query() -> None:
-    """Make moto's Query read only the queried partition, in key order, as DynamoDB does.
-
-    moto 5 answers a base-table Query by sorting *every* item of the table and filtering on
-    the hash key, so unpatched its latency grows with the table, whatever the design. This
-    shim hands moto's own query code just the partition's items; request parsing, key
-    conditions, projection, paging and the response stay moto's. DynamoDB keeps a
-    partition sorted by sort key, so a Query with ``Limit`` (and no start key or range
-    condition) touches only that many items: the shim keeps each partition's sorted order
-    (cached until the partition changes size; the bench only adds items) and hands moto
-    just the first ``Limit`` items in the requested direction. Calls are not affected.
-    """
-    from moto.dynamodb.models.table import Table
-
-    original = Table.query
-    ordered: dict[tuple[int, Any], tuple[int, list[Any]]] = {}
-
-    def partition_of(table: Any, hash_key: Any, limit: Any, forward: Any,
-                     start: Any, ranged: Any) -> list[Any]:
-        items = table.items.get(hash_key, {})
-        if not limit or start or ranged:
-            return list(items.values())
-        cached = ordered.get((id(table), hash_key))
-        if cached is None or cached[0] != len(items):
-            cached = (len(items), sorted(items.values(), key=lambda item: item.range_key))
-            ordered[(id(table), hash_key)] = cached
-        return cached[1][:limit] if forward is not False else cached[1][-limit:]
-
-    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
-        index_name = kwargs.get("index_name", args[6] if len(args) > 6 else None)
-        if index_name is not None or hash_key is None:
-            return original(self, hash_key, *args, **kwargs)
-        ranged, limit, start, forward = args[0], args[2], args[3], args[4]
-        partition = partition_of(self, hash_key, limit, forward, start, ranged)
-        self.all_items = lambda: partition
-        try:
-            return original(self, hash_key, *args, **kwargs)
-        finally:
-            del self.all_items
-
-    Table.query = query
-
-
 def main() -> None:
     """Load each size, measure, print one line per size."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -243,8 +200,9 @@ def main() -> None:
 
     import boto3
     from moto import mock_aws
+    from moto_shims import prepare_moto_dynamodb
 
-    partition_indexed_moto_query()
+    prepare_moto_dynamodb(cache_partition_order=True)
     with mock_aws():
         from engram_memory import bootstrap
         from engram_memory.adapters.provisioning import create_tables

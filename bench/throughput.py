@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from collections import Counter
 from typing import Any
 
 from engram_memory.domain.context import Tool
@@ -23,9 +24,9 @@ QUERIES = ("ingest queue retries", "release branch smoke suite", "cache eviction
            "database failover drill")
 
 
-async def client_loop(bench: Bench, kind: str, until: float, counts: dict[str, int],
+async def client_loop(bench: Bench, kind: str, until: float, counts: Counter[str],
                       worker: int) -> None:
-    """One client: call the tool until the deadline, tallying ok and errors."""
+    """One client: call the tool until the deadline, tallying ok and each error code."""
     bearer = [bench.token()]
     n = 0
     async with bench.client(bearer) as client:
@@ -40,20 +41,29 @@ async def client_loop(bench: Bench, kind: str, until: float, counts: dict[str, i
                 name, args = Tool.SEARCH.mcp_name, {"query": QUERIES[n % len(QUERIES)],
                                                     "purpose_ref": "purpose:bench"}
             try:
-                result = await client.call_tool(name, args)
-                counts["ok" if envelope_of(result)["ok"] else "errors"] += 1
+                envelope = envelope_of(await client.call_tool(name, args))
+                counts["ok" if envelope["ok"] else envelope["error"]["code"]] += 1
             except Exception:  # a protocol failure counts as an error, the run goes on
-                counts["errors"] += 1
+                counts["protocol failure"] += 1
 
 
 async def run_level(bench: Bench, kind: str, clients: int, seconds: float) -> dict[str, Any]:
-    """C clients for ``seconds``: calls/s and errors."""
-    counts = {"ok": 0, "errors": 0}
+    """C clients for ``seconds``: calls/s, successes, and the errors by code."""
+    counts: Counter[str] = Counter()
     start = time.monotonic()
     until = start + seconds
     await asyncio.gather(*(client_loop(bench, kind, until, counts, w) for w in range(clients)))
     elapsed = time.monotonic() - start
-    return {"per_s": counts["ok"] / elapsed, **counts}
+    ok = counts.pop("ok", 0)
+    return {"per_s": ok / elapsed, "ok": ok, "errors": errors_cell(counts)}
+
+
+def errors_cell(counts: Counter[str]) -> str:
+    """``0``, or the total followed by each code's count: ``9 (FENCE_LOST 9)``."""
+    if not counts:
+        return "0"
+    detail = ", ".join(f"{code} {n}" for code, n in counts.most_common())
+    return f"{sum(counts.values())} ({detail})"
 
 
 def seed(bench: Bench, records: int) -> None:

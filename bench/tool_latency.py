@@ -35,7 +35,6 @@ from harness import (
 TOPICS = ("ingest queue retries", "release branch smoke suite", "cache eviction policy",
           "database failover drill", "token rotation schedule", "incident review notes")
 Prepared = tuple[dict[str, Any], str | None]
-BATCH = 100
 
 
 class Workload:
@@ -138,33 +137,18 @@ def row(tool: Tool, direct: list[float], over_mcp: list[float], made: Counter[st
 
 
 def measure(tool: Tool, calls: int, records: int) -> list[Any]:
-    """One tool, in batches of ``BATCH`` calls per path, each on a fresh service.
-
-    moto's TransactWriteItems deep-copies every table to be able to roll back, so its cost
-    grows with the table; a fresh service per batch keeps that stand-in cost bounded.
-    """
-    direct: list[float] = []
-    over_mcp: list[float] = []
-    made: Counter[str] = Counter()
-    errors = 0
-    for start in range(0, calls, BATCH):
-        size = min(BATCH, calls - start)
-        bench = Bench()
-        try:
-            seeded = seed(bench, records) if tool in (Tool.SEARCH, Tool.GET) else []
-            bench.pause_pumps()
-            counter = AwsCallCounter().attach([bootstrap.dynamodb_client(),
-                                               bootstrap.kms_client()])
-            work = Workload(bench, seeded)
-            timings, batch_made, batch_errors = run_direct(bench, work, tool, size, counter)
-            mcp_timings, mcp_errors = asyncio.run(run_mcp(bench, work, tool, size))
-        finally:
-            bench.close()
-        direct += timings
-        over_mcp += mcp_timings
-        made.update(batch_made)
-        errors += batch_errors + mcp_errors
-    return row(tool, direct, over_mcp, made, calls, errors)
+    """One tool, ``calls`` times per path, on a fresh service of its own."""
+    bench = Bench()
+    try:
+        seeded = seed(bench, records) if tool in (Tool.SEARCH, Tool.GET) else []
+        bench.pause_pumps()
+        counter = AwsCallCounter().attach([bootstrap.dynamodb_client(), bootstrap.kms_client()])
+        work = Workload(bench, seeded)
+        direct, made, direct_errors = run_direct(bench, work, tool, calls, counter)
+        over_mcp, mcp_errors = asyncio.run(run_mcp(bench, work, tool, calls))
+    finally:
+        bench.close()
+    return row(tool, direct, over_mcp, made, calls, direct_errors + mcp_errors)
 
 
 def main() -> None:
@@ -178,7 +162,7 @@ def main() -> None:
     with silenced():
         rows = [measure(tool, calls, records) for tool in Tool]
     print(f"tool latency: {calls} calls per tool and path, "
-          f"{records} searchable records for search/get, a fresh service every {BATCH} calls; "
+          f"{records} searchable records for search/get, a fresh service per tool; "
           f"{machine()}")
     print(table(["tool", "direct p50 ms", "p95", "p99", "MCP p50 ms", "p95", "p99",
                  "MCP/direct p50", "AWS calls", "measured", "design minimum", "errors"], rows))

@@ -15,6 +15,7 @@ from aws_lambda_powertools.utilities.batch import (
     EventType,
     process_partial_response,
 )
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from engram_memory import bootstrap
@@ -51,7 +52,8 @@ def record_handler(record: DynamoDBRecord) -> None:
 
 @logger.inject_lambda_context(log_event=False, clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
-def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def lambda_handler(event: dict[str, Any], context: LambdaContext
+                   ) -> PartialItemFailureResponse:
     """Partial batch response (``batchItemFailures``) for one stream batch."""
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context

@@ -1,0 +1,161 @@
+"""Bench-only adjustments that give moto's DynamoDB DynamoDB's costs, not its semantics.
+
+moto is the stand-in the benches run on, and three of its implementation costs would
+otherwise dominate every number: requests from several threads interleave (DynamoDB is
+serializable), every TransactWriteItems deep-copies each table it names (O(table) per
+transaction), and every Query sorts the whole table to filter one partition (O(table) per
+posting list). Each shim below keeps moto's own request parsing, conditions, updates,
+paging and responses; only the stand-in's cost changes. The test suites never install
+these: they run moto as it ships.
+"""
+
+from __future__ import annotations
+
+import copy as std_copy
+import threading
+import types
+from typing import Any
+
+_LOCK = threading.RLock()
+_INSTALLED: set[str] = set()
+
+
+def prepare_moto_dynamodb(*, cache_partition_order: bool = False) -> None:
+    """Install all three shims (idempotent). See ``query_reads_one_partition`` for the flag."""
+    serialize_requests()
+    check_conditions_before_applying()
+    query_reads_one_partition(cache_order=cache_partition_order)
+
+
+def serialize_requests() -> None:
+    """One DynamoDB request at a time on the in-process moto server.
+
+    Served from several threads at once, moto's TransactWriteItems can fail ("dictionary
+    changed size") or roll back over another request's commit. The same lock the moto
+    integration tests take around mock_aws makes concurrent clients measurable.
+    """
+    if "serialize" in _INSTALLED:
+        return
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.call_action
+
+    def call_action(self: Any) -> Any:
+        with _LOCK:
+            return original(self)
+
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+    _INSTALLED.add("serialize")
+
+
+def check_conditions_before_applying() -> None:
+    """Roll a transaction back by not applying it, not by restoring table copies.
+
+    With requests serialized and the elements of one transaction naming distinct items,
+    checking every condition against the current state first is equivalent to moto's
+    apply-then-restore: if all hold, moto's own code applies the elements without taking
+    its snapshots; if any fails, or the check cannot be evaluated, moto's unchanged path
+    (snapshots and all) runs and answers exactly as it would have.
+    """
+    if "transactions" in _INSTALLED:
+        return
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
+
+    original = models.DynamoDBBackend.transact_write_items
+
+    def no_table_copies(value: Any, memo: Any = None) -> Any:
+        return value if isinstance(value, Table) else std_copy.deepcopy(value, memo)
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        if not _conditions_hold(self, transact_items):
+            original(self, transact_items)
+            return
+        # moto's module calls ``copy.deepcopy``: swap its ``copy`` for this one call.
+        setattr(models, "copy", types.SimpleNamespace(  # noqa: B010
+            deepcopy=no_table_copies, copy=std_copy.copy))
+        try:
+            original(self, transact_items)
+        finally:
+            setattr(models, "copy", std_copy)  # noqa: B010
+
+    models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+    _INSTALLED.add("transactions")
+
+
+def _conditions_hold(backend: Any, transact_items: list[dict[str, Any]]) -> bool:
+    """Whether every element names a distinct item and every condition holds now."""
+    from moto.dynamodb.comparisons import get_filter_expression
+
+    seen: set[tuple[str, str]] = set()
+    try:
+        for element in transact_items:
+            if len(element) != 1:
+                return False
+            op_type, op = next(iter(element.items()))
+            table = backend.get_table(op["TableName"])
+            if op_type == "Put":
+                key = {table.hash_key_attr: op["Item"][table.hash_key_attr]}
+                if table.range_key_attr is not None:
+                    key[table.range_key_attr] = op["Item"][table.range_key_attr]
+            else:
+                key = op["Key"]
+            item_id = (op["TableName"], str(sorted(key.items())))
+            if item_id in seen:
+                return False
+            seen.add(item_id)
+            condition = op.get("ConditionExpression")
+            if condition is None:
+                continue
+            check = get_filter_expression(condition, op.get("ExpressionAttributeNames"),
+                                          op.get("ExpressionAttributeValues"))
+            if not check.expr(backend.get_item(op["TableName"], key)):
+                return False
+    except Exception:  # anything unusual: moto's own path answers
+        return False
+    return True
+
+
+def query_reads_one_partition(*, cache_order: bool = False) -> None:
+    """A base-table Query reads the queried partition, not a sorted copy of the table.
+
+    moto answers a base-table Query by sorting *every* item of the table and filtering on
+    the hash key. This hands moto's own query code just the partition's items (index
+    queries are untouched). With ``cache_order`` (for loads that only ever add items, as
+    bench/search_scale.py does) each partition's sorted order is kept until its size
+    changes, and a Query with ``Limit`` but no start key or range condition is handed only
+    the first ``Limit`` items in the requested direction, as DynamoDB reads them.
+    """
+    if "query" in _INSTALLED:
+        return
+    from moto.dynamodb.models.table import Table
+
+    original = Table.query
+    ordered: dict[tuple[int, Any], tuple[int, list[Any]]] = {}
+
+    def partition_of(table: Any, hash_key: Any, ranged: Any, limit: Any, start: Any,
+                     forward: Any) -> list[Any]:
+        items = table.items.get(hash_key, {})
+        if not cache_order or not limit or start or ranged:
+            return list(items.values())
+        cached = ordered.get((id(table), hash_key))
+        if cached is None or cached[0] != len(items):
+            cached = (len(items), sorted(items.values(), key=lambda item: item.range_key))
+            ordered[(id(table), hash_key)] = cached
+        return cached[1][:limit] if forward is not False else cached[1][-limit:]
+
+    def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
+        # moto's backend passes these positionally, index_name as the 7th after hash_key.
+        index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+        if index_name is not None or hash_key is None or not self.range_key_attr:
+            return original(self, hash_key, *args, **kwargs)
+        ranged, limit, start, forward = args[0], args[2], args[3], args[4]
+        partition = partition_of(self, hash_key, ranged, limit, start, forward)
+        self.all_items = lambda: partition
+        try:
+            return original(self, hash_key, *args, **kwargs)
+        finally:
+            del self.all_items
+
+    Table.query = query  # type: ignore[method-assign]
+    _INSTALLED.add("query")

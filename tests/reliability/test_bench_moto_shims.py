@@ -1,0 +1,102 @@
+"""The benches' moto shims change costs, not answers: same outcomes as moto as it ships.
+
+The shims patch moto process-wide, so the scenario runs in a child interpreter, once
+with the shims and once without, and both must print the same observations.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+SCENARIO = r"""
+import json, sys
+import boto3
+from botocore.exceptions import ClientError
+from moto import mock_aws
+
+if sys.argv[1] == "shimmed":
+    sys.path.insert(0, sys.argv[2])
+    from moto_shims import prepare_moto_dynamodb
+    prepare_moto_dynamodb()
+
+seen = []
+with mock_aws():
+    db = boto3.client("dynamodb", region_name="us-east-1")
+    db.create_table(TableName="t", BillingMode="PAY_PER_REQUEST",
+                    KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                               {"AttributeName": "sk", "KeyType": "RANGE"}],
+                    AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                          {"AttributeName": "sk", "AttributeType": "S"}])
+    def put(pk, sk, **cond):
+        return {"Put": {"TableName": "t", "Item": {"pk": {"S": pk}, "sk": {"S": sk}}, **cond}}
+    absent = {"ConditionExpression": "attribute_not_exists(pk)"}
+    for n in range(30):
+        db.transact_write_items(TransactItems=[put(f"P{n % 3}", f"{n:03d}", **absent)])
+    def attempt(items):
+        try:
+            db.transact_write_items(TransactItems=items)
+            return "ok"
+        except ClientError as error:
+            reasons = error.response.get("CancellationReasons", [])
+            return [error.response["Error"]["Code"], [r.get("Code") for r in reasons]]
+    # A failing condition in the second element: nothing of the first one may land.
+    seen.append(attempt([put("P9", "new", **absent), put("P0", "000", **absent)]))
+    seen.append(attempt([put("P0", "a"), put("P0", "a")]))  # the same item twice
+    seen.append(attempt([{"ConditionCheck": {"TableName": "t",
+        "Key": {"pk": {"S": "P1"}, "sk": {"S": "001"}},
+        "ConditionExpression": "attribute_exists(pk)"}}, put("P9", "other")]))
+    seen.append(attempt([{"Update": {"TableName": "t",
+        "Key": {"pk": {"S": "P2"}, "sk": {"S": "002"}},
+        "UpdateExpression": "SET v = :v", "ConditionExpression": "attribute_exists(pk)",
+        "ExpressionAttributeValues": {":v": {"N": "7"}}}}]))
+    for forward in (True, False):
+        pages, start = [], None
+        while True:
+            args = {"TableName": "t", "KeyConditionExpression": "pk = :p",
+                    "ExpressionAttributeValues": {":p": {"S": "P1"}}, "Limit": 4,
+                    "ScanIndexForward": forward}
+            if start:
+                args["ExclusiveStartKey"] = start
+            page = db.query(**args)
+            pages.append([i["sk"]["S"] for i in page["Items"]])
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                break
+        seen.append(pages)
+    seen.append(db.query(TableName="t", KeyConditionExpression="pk = :p AND sk > :s",
+                         ExpressionAttributeValues={":p": {"S": "P2"}, ":s": {"S": "020"}}
+                         )["Count"])
+    seen.append(sorted((i["pk"]["S"], i["sk"]["S"], i.get("v", {}).get("N"))
+                       for i in db.scan(TableName="t")["Items"]))
+print(json.dumps(seen))
+"""
+
+
+def observe(mode: str) -> object:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x",
+               AWS_ACCOUNT_ID_ENDPOINT_MODE="disabled")
+    done = subprocess.run([sys.executable, "-c", SCENARIO, mode, str(ROOT / "bench")],
+                          env=env, capture_output=True, text=True, timeout=120, check=True)
+    return json.loads(done.stdout)
+
+
+def test_shimmed_moto_answers_every_transaction_and_query_as_moto_does() -> None:
+    shimmed, plain = observe("shimmed"), observe("plain")
+    assert shimmed == plain
+    # And the scenario is not vacuous: it saw a cancellation, a rejected duplicate, two
+    # successes, pages in both directions, and a table without the cancelled writes.
+    assert isinstance(plain, list)
+    assert plain[0][0] == "TransactionCanceledException"
+    assert plain[0][1] == ["None", "ConditionalCheckFailed"]
+    assert plain[2] == "ok" and plain[3] == "ok"
+    assert plain[4][0] == ["001", "004", "007", "010"]
+    assert plain[5][0] == ["028", "025", "022", "019"]
+    assert ("P9", "new", None) not in [tuple(row) for row in plain[7]]
+    assert ["P2", "002", "7"] in plain[7]
