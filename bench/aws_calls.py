@@ -18,11 +18,11 @@ from typing import Any
 # The minimum the design needs per tool call, derived in bench/README.md ("AWS calls").
 # search also needs one Query per distinct query term (its postings), shown as "+ T Query".
 DESIGN_MINIMUM: dict[str, dict[str, int]] = {
-    "search": {"dynamodb.GetItem": 2, "dynamodb.BatchGetItem": 1},
-    "get": {"dynamodb.GetItem": 2},
+    "search": {"dynamodb.GetItem": 1, "dynamodb.BatchGetItem": 2},
+    "get": {"dynamodb.GetItem": 1, "dynamodb.BatchGetItem": 1},
     "capture": {"dynamodb.GetItem": 2, "kms.GenerateDataKey": 1,
                 "dynamodb.TransactWriteItems": 1},
-    "request_admission": {"dynamodb.GetItem": 6, "kms.Decrypt": 1,
+    "request_admission": {"dynamodb.GetItem": 7, "kms.Decrypt": 1,
                           "dynamodb.TransactWriteItems": 1},
     "withdraw": {"dynamodb.GetItem": 3, "dynamodb.TransactWriteItems": 1},
     "forget": {"dynamodb.GetItem": 3, "dynamodb.TransactWriteItems": 1},

@@ -95,7 +95,8 @@ def test_shimmed_moto_answers_every_transaction_and_query_as_moto_does() -> None
     assert isinstance(plain, list)
     assert plain[0][0] == "TransactionCanceledException"
     assert plain[0][1] == ["None", "ConditionalCheckFailed"]
-    assert plain[2] == "ok" and plain[3] == "ok"
+    assert plain[2] == "ok"
+    assert plain[3] == "ok"
     assert plain[4][0] == ["001", "004", "007", "010"]
     assert plain[5][0] == ["028", "025", "022", "019"]
     assert ("P9", "new", None) not in [tuple(row) for row in plain[7]]
