@@ -21,7 +21,8 @@ from pathlib import Path
 
 from engram_memory.domain import impact, ranking, tokenizer
 
-DEFAULT_DATA = Path("/work/shared/data/cranfield")
+# The reference material beside the checkout (../shared), as in ranking_quality.py.
+DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cranfield"
 
 
 def s_stem(word: str) -> str:

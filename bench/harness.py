@@ -144,7 +144,7 @@ class Bench:
 
     def close(self) -> None:
         """Stop everything, forget moto's state, and restore the environment."""
-        self.service.stop()
+        self.service.stop(persist=False)  # the data dir is deleted below: no snapshot
         # moto's backends are process-wide: without a reset the next service of this
         # process would start on this one's tables (what POST /moto-api/reset does).
         from moto.moto_api._internal.models import moto_api_backend
