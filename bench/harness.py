@@ -181,11 +181,16 @@ class Bench:
         return envelope
 
     def approve(self, tool: Tool, arguments: dict[str, Any]) -> str:
-        """An approved, open confirmation for exactly this call; its reference."""
+        """An approved, open confirmation for exactly this call; its reference.
+
+        The item is the one the confirmation workflow leaves after a human approved (every
+        attribute the gate adapter reads), written directly so timing leaves out the human.
+        """
         from engram_memory import bootstrap  # the wired client of this process
 
         ref = "conf-" + secrets.token_hex(8)
         now = int(time.time() * 1000)
+        window_ms = 300_000
         bootstrap.dynamodb_client().put_item(
             TableName=self.service.settings.table_name,
             Item={"pk": {"S": f"CONF#{TENANT}#{WORKSPACE}"}, "sk": {"S": f"REF#{ref}"},
@@ -194,8 +199,13 @@ class Bench:
                   "target": {"S": str(arguments.get("candidate_id")
                                       or arguments.get("record_id"))},
                   "operation_digest": {"S": operation_digest(tool, arguments)},
-                  "principal": {"S": PRINCIPAL}, "approved_at_ms": {"N": str(now - 1000)},
-                  "window_ends_at_ms": {"N": str(now + 300_000)}})
+                  "principal": {"S": PRINCIPAL}, "requested_by": {"S": "host:bench"},
+                  "created_at_ms": {"N": str(now - 2000)},
+                  "expires_at_ms": {"N": str(now + 600_000)},
+                  "window_seconds": {"N": str(window_ms // 1000)},
+                  "decision": {"S": "approve"}, "approver": {"S": "host:bench-reviewer"},
+                  "approved_at_ms": {"N": str(now - 1000)},
+                  "window_ends_at_ms": {"N": str(now + window_ms)}})
         return ref
 
     # --- over MCP -------------------------------------------------------------------------

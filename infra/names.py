@@ -26,6 +26,27 @@ FUNCTIONS: Final = (
     "expiry_sweeper",
 )
 
+# The partition-key families (docs/storage.md) each function may touch in the main table:
+# every one of its main-table item statements carries ``ForAllValues:StringLike
+# dynamodb:LeadingKeys`` with exactly these (IAM authorizes each element of a
+# TransactWriteItems as its own item action, so the fence holds inside transactions too).
+# tests/reliability/test_partition_fences.py runs each function on moto and checks that
+# what it touches is inside its fence and that it uses every family it is given.
+MAIN_TABLE_PARTITIONS: Final[dict[str, tuple[str, ...]]] = {
+    "search": ("SCOPE#*", "JOURNAL#*"),
+    "get": ("SCOPE#*", "JOURNAL#*"),
+    "capture": ("IDEM#*", "JOURNAL#*", "SCOPE#*"),
+    "request_admission": ("IDEM#*", "JOURNAL#*", "SCOPE#*", "EXPIRY#*"),
+    "withdraw": ("IDEM#*", "JOURNAL#*", "SCOPE#*", "CONF#*"),
+    "forget": ("IDEM#*", "JOURNAL#*", "SCOPE#*", "CONF#*"),
+    "expiry_sweeper": ("IDEM#*", "JOURNAL#*", "SCOPE#*", "EXPIRY#*"),
+    "projector": ("SCOPE#*",),
+    "host_api": ("CONF#*",),
+    "confirmation_notifier": ("CONF#*",),
+}
+# The key table holds wrapped data keys only, under KEY#{tenant}#{workspace}.
+KEY_TABLE_PARTITIONS: Final = ("KEY#*",)
+
 # Powertools metrics: one namespace per deployment; gated tools count refused confirmations.
 # engram_memory.runtime: every tool emits ``error.<code>`` under one service dimension.
 METRICS_NAMESPACE: Final = "EngramMemory"

@@ -2,8 +2,9 @@
 
 Reading this file is reading the security model (docs/deploy.md, "Who may do what"):
 search and get read; only capture generates candidate data keys; only request_admission
-decrypts them; the gate's functions touch confirmation items (``CONF#``) only; nothing has
-a wildcard action, and no data statement has a wildcard resource.
+decrypts them; every main-table statement is fenced to the partition families its function
+uses (``MAIN_TABLE_PARTITIONS``: the gate's functions touch confirmation items, ``CONF#``,
+only); nothing has a wildcard action, and no data statement has a wildcard resource.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ from typing import TYPE_CHECKING
 from aws_cdk import aws_iam as iam
 
 from infra.constructs.storage import (
-    CONFIRMATION_KEYS,
     READ,
     TRANSACT_WRITE,
     stream_statements,
     table_statement,
 )
-from infra.names import TOOL_FUNCTIONS
+from infra.names import KEY_TABLE_PARTITIONS, MAIN_TABLE_PARTITIONS, TOOL_FUNCTIONS
 
 if TYPE_CHECKING:
     from aws_cdk import aws_secretsmanager as secretsmanager
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     from infra.constructs.storage import TenantStorage
 
 _GET_AND_DELETE = ("dynamodb:GetItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem")
-# Canonical records live under SCOPE#{tenant}#{workspace} (docs/storage.md).
-RECORD_KEYS = ("SCOPE#*",)
 # What DynamoRecordReader.mark_projection_complete touches: the key and one attribute.
 PROJECTOR_MAIN_ATTRIBUTES = ("pk", "sk", "projection_invalidation")
 
@@ -57,45 +55,52 @@ class AccessGrants:
         for statement in statements:
             role.add_to_principal_policy(statement)
 
-    def _reader(self, role: iam.IRole) -> None:
-        self._add(role, table_statement(self._storage.main, READ),
-                  self._keys.storage_statement(write=False))
+    def _main(self, name: str, actions: tuple[str, ...]) -> iam.PolicyStatement:
+        """Item actions on the main table, fenced to the function's partition families."""
+        return table_statement(self._storage.main, actions,
+                               leading_keys=MAIN_TABLE_PARTITIONS[name])
 
-    def _mutator(self, role: iam.IRole) -> None:
+    def _wrapped_keys(self, actions: tuple[str, ...]) -> iam.PolicyStatement:
+        return table_statement(self._storage.keys, actions, leading_keys=KEY_TABLE_PARTITIONS)
+
+    def _reader(self, role: iam.IRole, name: str) -> None:
+        self._add(role, self._main(name, READ), self._keys.storage_statement(write=False))
+
+    def _mutator(self, role: iam.IRole, name: str) -> None:
         # One TransactWriteItems per mutation: idempotency, state, journal, confirmation.
-        self._add(role, table_statement(self._storage.main, (*READ, *TRANSACT_WRITE)),
+        self._add(role, self._main(name, (*READ, *TRANSACT_WRITE)),
                   self._keys.storage_statement(write=True))
 
     def _grant_search(self, role: iam.IRole) -> None:
-        self._reader(role)
+        self._reader(role, "search")
         self._add(role, table_statement(self._storage.projection, READ))
         # The page cursor HMAC secret, read once per container.
         self._add(role, iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"],
                                             resources=[self._secret.secret_arn]))
 
     def _grant_get(self, role: iam.IRole) -> None:
-        self._reader(role)
+        self._reader(role, "get")
 
     def _grant_capture(self, role: iam.IRole) -> None:
-        self._mutator(role)
+        self._mutator(role, "capture")
         # Capture only ever puts a wrapped key (in its transaction); it never reads one back.
-        self._add(role, table_statement(self._storage.keys, ("dynamodb:PutItem",)))
+        self._add(role, self._wrapped_keys(("dynamodb:PutItem",)))
         self._keys.allow_generate_data_key(role)
 
     def _grant_request_admission(self, role: iam.IRole) -> None:
-        self._mutator(role)
+        self._mutator(role, "request_admission")
         # Decrypt once, store the accepted record, shred the candidate key (same transaction).
-        self._add(role, table_statement(self._storage.keys, _GET_AND_DELETE))
+        self._add(role, self._wrapped_keys(_GET_AND_DELETE))
         self._keys.allow_decrypt(role)
 
     def _grant_withdraw(self, role: iam.IRole) -> None:
-        self._mutator(role)
+        self._mutator(role, "withdraw")
         # Deleting the wrapped key in the withdraw transaction is the shred.
-        self._add(role, table_statement(self._storage.keys, _GET_AND_DELETE))
+        self._add(role, self._wrapped_keys(_GET_AND_DELETE))
 
     def _grant_forget(self, role: iam.IRole) -> None:
         # The projector completes projection_invalidation; forget never touches the index.
-        self._mutator(role)
+        self._mutator(role, "forget")
 
     def _grant_mcp_endpoint(self, role: iam.IRole) -> None:
         self._add(role, iam.PolicyStatement(actions=["lambda:InvokeFunction"],
@@ -108,8 +113,7 @@ class AccessGrants:
             iam.PolicyStatement(actions=["states:StartExecution"], resources=[machine]),
             iam.PolicyStatement(actions=["states:SendTaskSuccess", "states:SendTaskFailure"],
                                 resources=[machine]),
-            table_statement(self._storage.main, ("dynamodb:GetItem", "dynamodb:UpdateItem"),
-                            leading_keys=CONFIRMATION_KEYS),
+            self._main("host_api", ("dynamodb:GetItem", "dynamodb:UpdateItem")),
             self._keys.storage_statement(write=True),
             # Adjudication runs in request_admission, the one function that may Decrypt.
             iam.PolicyStatement(actions=["lambda:InvokeFunction"],
@@ -124,15 +128,15 @@ class AccessGrants:
                 *READ, "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
                 "dynamodb:BatchWriteItem")),
             # Reads record items and their parts (DynamoRecordReader: BatchGetItem) ...
-            table_statement(self._storage.main, ("dynamodb:GetItem", "dynamodb:BatchGetItem"),
-                            leading_keys=RECORD_KEYS),
+            self._main("projector", ("dynamodb:GetItem", "dynamodb:BatchGetItem")),
             # ... and marks projection_invalidation complete after a forget: that attribute
             # of a SCOPE# item and nothing else, so a stream-fed function cannot, say, flip
             # a CONF# confirmation to approved or rewrite a record's state.
             iam.PolicyStatement(
                 actions=["dynamodb:UpdateItem"], resources=[self._storage.main.table_arn],
                 conditions={
-                    "ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(RECORD_KEYS)},
+                    "ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(
+                        MAIN_TABLE_PARTITIONS["projector"])},
                     "ForAllValues:StringEquals": {"dynamodb:Attributes": list(
                         PROJECTOR_MAIN_ATTRIBUTES)},
                     "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},
@@ -144,12 +148,11 @@ class AccessGrants:
         # Queue consumption is granted by its event source mapping.
         self._add(
             role,
-            table_statement(self._storage.main, ("dynamodb:GetItem", "dynamodb:UpdateItem"),
-                            leading_keys=CONFIRMATION_KEYS),
+            self._main("confirmation_notifier", ("dynamodb:GetItem", "dynamodb:UpdateItem")),
             self._keys.storage_statement(write=True),
             iam.PolicyStatement(actions=["events:PutEvents"],
                                 resources=[self._gate.host_bus.event_bus_arn]),
         )
 
     def _grant_expiry_sweeper(self, role: iam.IRole) -> None:
-        self._mutator(role)
+        self._mutator(role, "expiry_sweeper")

@@ -9,7 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from infra.names import FUNCTIONS, TOOL_FUNCTIONS
+from infra.names import (
+    FUNCTIONS,
+    KEY_TABLE_PARTITIONS,
+    MAIN_TABLE_PARTITIONS,
+    TOOL_FUNCTIONS,
+)
 from tests.infra.template_view import (
     actions,
     as_list,
@@ -324,6 +329,25 @@ def test_search_and_get_may_make_every_read_their_adapters_make_on_the_right_tab
     for name in ("search", "get"):
         assert record_reads <= _granted_on(synthesized, name, "MainTable"), name
     assert projection_reads <= _granted_on(synthesized, "search", "ProjectionTable")
+
+
+def test_every_item_statement_is_fenced_to_its_functions_partition_families(
+        synthesized: Synthesized) -> None:
+    # What each function really touches is checked against the same map on moto
+    # (tests/reliability/test_partition_fences.py).
+    fences = {_lid(synthesized, "AWS::DynamoDB::Table", "MainTable"): MAIN_TABLE_PARTITIONS,
+              _lid(synthesized, "AWS::DynamoDB::Table", "KeyTable"): None}
+    fenced = set()
+    for name, statements in statements_by_function(synthesized.template).items():
+        for s in statements:
+            for table, by_function in fences.items():
+                if {"Fn::GetAtt": [table, "Arn"]} not in as_list(s["Resource"]):
+                    continue
+                expected = by_function[name] if by_function else KEY_TABLE_PARTITIONS
+                assert s["Condition"]["ForAllValues:StringLike"] == {
+                    "dynamodb:LeadingKeys": list(expected)}, name
+                fenced.add(name)
+    assert fenced == set(FUNCTIONS) - {"mcp_endpoint"}
 
 
 def test_the_projector_touches_only_record_partitions_of_the_main_table(

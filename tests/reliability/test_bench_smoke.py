@@ -45,3 +45,17 @@ def test_the_bench_runs_quickly_and_prints_its_table(
     assert BENCHES[script] in stdout
     rows = [line for line in stdout.splitlines() if line.startswith("| ")]
     assert len(rows) >= 3, stdout
+    if script == "tool_latency.py":
+        # Every timed call must have succeeded: a table of failures times the error path.
+        assert _column(rows, "errors") == ["0"] * 6, stdout
+    if script == "ranking_quality.py":
+        assert "(0 refused at capture" in stdout, stdout
+        assert " 0 search errors" in stdout, stdout
+
+
+def _column(rows: list[str], name: str) -> list[str]:
+    """The cells of column ``name`` of the first markdown table in ``rows``."""
+    cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
+    header, body = cells[0], [c for c in cells[2:] if len(c) == len(cells[0])]
+    index = header.index(name)
+    return [c[index] for c in body[:6]]

@@ -165,8 +165,13 @@ def _start_pumps(settings: Settings, stop_event: threading.Event) -> list[thread
     return threads
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+def bind_listener(host: str, port: int) -> socket.socket:
+    """The listening TCP socket the local endpoint serves on."""
+    # IPPROTO_TCP explicitly: asyncio sets TCP_NODELAY on accepted connections only when the
+    # socket's proto says TCP, and a proto-0 socket left Nagle on, so every keep-alive
+    # response waited ~40 ms for the client's delayed ACK (docs/performance.md).
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
     sock.listen(128)
@@ -204,7 +209,7 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     settings = Settings.from_env()
     stop_event = threading.Event()
     threads = _start_pumps(settings, stop_event)
-    sock = _bind(config.host, config.port)
+    sock = bind_listener(config.host, config.port)
     port = int(sock.getsockname()[1])
     uv_config = uvicorn.Config(build_local_app(config, settings, port),
                                log_level=config.log_level, lifespan="on")

@@ -42,6 +42,7 @@ from engram_memory.services.mutation import (
     actor_of,
     commit_fenced,
     gate_element,
+    gate_refusal_explained,
     stored_result,
     with_rereads,
 )
@@ -138,8 +139,9 @@ class AdmissionService:
             now_ms = self._clock.now_ms()
             gate_item = gate_element(self._gate, ctx, Tool.REQUEST_ADMISSION, args, now_ms)
             outcome = self._evaluate(ctx.scope, candidate, now_ms)
-            return self._commit(ctx.scope, actor_of(ctx), idem, candidate, outcome, now_ms,
-                                gate_item)
+            with gate_refusal_explained(self._gate, ctx, Tool.REQUEST_ADMISSION, args, now_ms):
+                return self._commit(ctx.scope, actor_of(ctx), idem, candidate, outcome,
+                                    now_ms, gate_item)
 
         return with_rereads(attempt, self._sleep)
 

@@ -29,6 +29,7 @@ from engram_memory.services.mutation import (
     actor_of,
     commit_fenced,
     gate_element,
+    gate_refusal_explained,
     stored_result,
     with_rereads,
 )
@@ -116,12 +117,13 @@ class CaptureService:
                                                                         capture.evidence)):
             raise InvalidSchema
         prepared = self._prepare(ctx, args)
-        return commit_fenced(
-            self._store,
-            ctx.scope,
-            lambda head: self._plan(ctx, args, intent, prepared, head),
-            self._sleep,
-        )
+        with gate_refusal_explained(self._gate, ctx, Tool.CAPTURE, args, prepared.now_ms):
+            return commit_fenced(
+                self._store,
+                ctx.scope,
+                lambda head: self._plan(ctx, args, intent, prepared, head),
+                self._sleep,
+            )
 
     def _prepare(self, ctx: InvocationContext, args: dict[str, Any]) -> _Prepared:
         now_ms = self._clock.now_ms()

@@ -19,7 +19,13 @@ from engram_memory.domain.errors import NotFound
 from engram_memory.domain.intent import intent_digest, operation_digest
 from engram_memory.domain.journal import JournalHead
 from engram_memory.domain.lifecycle import Operation, State, transition
-from engram_memory.services.mutation import Sleep, commit_fenced, stored_result, with_rereads
+from engram_memory.services.mutation import (
+    Sleep,
+    commit_fenced,
+    gate_refusal_explained,
+    stored_result,
+    with_rereads,
+)
 from engram_memory.services.ports import (
     Clock,
     ConfirmationGate,
@@ -69,9 +75,10 @@ class ForgetService:
                               digests={"intent_digest": intent,
                                        "record_digest": record.record_digest,
                                        "payload_digest": record.payload_digest})
-            return commit_fenced(
-                self._store, ctx.scope,
-                lambda head: _plan(move, record, intent, gate_item, head), self._sleep)
+            with gate_refusal_explained(self._gate, ctx, Tool.FORGET, args, now_ms):
+                return commit_fenced(
+                    self._store, ctx.scope,
+                    lambda head: _plan(move, record, intent, gate_item, head), self._sleep)
 
         return with_rereads(attempt, self._sleep)
 

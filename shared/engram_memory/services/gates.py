@@ -23,3 +23,13 @@ class RefusingGate:
     ) -> dict[str, Any]:
         """Always GateFailed."""
         raise GateFailed
+
+    def explain_refusal(
+        self,
+        ctx: InvocationContext,
+        tool: Tool,
+        target: str,
+        operation_digest: str,
+        now_ms: int,
+    ) -> None:
+        """Nothing to explain: nothing was ever approved."""

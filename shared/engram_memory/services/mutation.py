@@ -10,10 +10,11 @@ NOT_FOUND, ...). Bounded: past the budget the caller gets FENCE_LOST (retriable)
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from engram_memory.domain.errors import DigestConflict, FenceLost
+from engram_memory.domain.errors import DigestConflict, FenceLost, GateFailed
 from engram_memory.domain.intent import operation_digest, target_of
 from engram_memory.domain.journal import Actor
 from engram_memory.services.ports import (
@@ -88,6 +89,22 @@ def with_rereads(attempt: Callable[[], V], sleep: Sleep) -> V:
 def actor_of(ctx: InvocationContext) -> Actor:
     """The journal actor: the host-bound principal, agent and session."""
     return Actor(principal=ctx.principal, agent_id=ctx.agent_id, session_id=ctx.session_id)
+
+
+@contextmanager
+def gate_refusal_explained(gate: ConfirmationGate, ctx: InvocationContext, tool: Tool,
+                           arguments: Mapping[str, Any], now_ms: int) -> Iterator[None]:
+    """Around a commit with a gate element: a refusal says DIGEST_CONFLICT when it should.
+
+    The approval is read only when the commit was refused, so a gated call that goes
+    through costs no read of its confirmation.
+    """
+    try:
+        yield
+    except GateFailed:
+        gate.explain_refusal(ctx, tool, target_of(tool, arguments),
+                             operation_digest(tool, arguments), now_ms)
+        raise
 
 
 def gate_element(

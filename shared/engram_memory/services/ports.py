@@ -130,6 +130,19 @@ class ConfirmationGate(Protocol):
         """A TransactWriteItems element; GateFailed when there is nothing to consume."""
         ...
 
+    def explain_refusal(
+        self,
+        ctx: InvocationContext,
+        tool: Tool,
+        target: str,
+        operation_digest: str,
+        now_ms: int,
+    ) -> None:
+        """After the element cancelled a commit: DigestConflict when it was an approval of
+        this very call with other arguments (CONTRACT §3.5); otherwise return (gate_failed).
+        """
+        ...
+
 
 # --- the store --------------------------------------------------------------------------
 

@@ -16,7 +16,13 @@ from engram_memory.domain.errors import NotFound
 from engram_memory.domain.intent import intent_digest, operation_digest
 from engram_memory.domain.journal import JournalHead
 from engram_memory.domain.lifecycle import Operation, State, transition
-from engram_memory.services.mutation import Sleep, commit_fenced, stored_result, with_rereads
+from engram_memory.services.mutation import (
+    Sleep,
+    commit_fenced,
+    gate_refusal_explained,
+    stored_result,
+    with_rereads,
+)
 from engram_memory.services.ports import (
     CandidateEntry,
     Clock,
@@ -68,9 +74,10 @@ class WithdrawService:
                               operation="withdraw", from_state=state.value,
                               to_state=to_state.value, now_ms=now_ms,
                               digests={"intent_digest": intent})
-            return commit_fenced(
-                self._store, ctx.scope,
-                lambda head: _plan(move, candidate, intent, gate_item, head), self._sleep)
+            with gate_refusal_explained(self._gate, ctx, Tool.WITHDRAW, args, now_ms):
+                return commit_fenced(
+                    self._store, ctx.scope,
+                    lambda head: _plan(move, candidate, intent, gate_item, head), self._sleep)
 
         return with_rereads(attempt, self._sleep)
 

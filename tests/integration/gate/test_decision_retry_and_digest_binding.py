@@ -140,6 +140,29 @@ def test_a_forget_with_other_arguments_than_the_approved_one_is_a_digest_conflic
     assert forgotten["receipt"]["to_state"] == "tombstoned"
 
 
+def test_an_approved_call_touches_its_confirmation_only_inside_its_commit(
+    gate_env: GateEnv,
+) -> None:
+    args = _forget(_record(), "reason:user-request")
+    ref = _approve(gate_env, Tool.FORGET, args)
+    reads: list[str] = []
+
+    def watch(params: dict[str, Any], **_: Any) -> None:
+        if str(params["Key"]["pk"]["S"]).startswith("CONF#"):
+            reads.append(params["Key"]["sk"]["S"])
+
+    events = bootstrap.dynamodb_client().meta.events
+    event = "before-parameter-build.dynamodb.GetItem"
+    events.register(event, watch, unique_id="confirmation-reads")
+    try:
+        forgotten = value(call(Tool.FORGET, args, confirmation_ref=ref))
+    finally:
+        events.unregister(event, unique_id="confirmation-reads")
+    assert forgotten["receipt"]["to_state"] == "tombstoned"
+    # The approval is read back only to name a refusal (DIGEST_CONFLICT vs gate_failed).
+    assert reads == []
+
+
 @pytest.mark.parametrize("mismatch", ["target", "principal", "window"])
 def test_an_approval_for_another_target_principal_or_moment_stays_gate_failed(
     gate_env: GateEnv, mismatch: str

@@ -14,14 +14,12 @@ from typing import Any
 
 import pytest
 from engram_memory import bootstrap
-from engram_memory.adapters.dynamodb.confirmations import DynamoConfirmationGate
 from engram_memory.adapters.inprocess_invoker import (
     LocalLambdaContext,
     default_functions_dir,
     load_handler,
 )
-from engram_memory.domain.context import Tool
-from engram_memory.domain.intent import operation_digest
+from engram_memory.domain.context import Scope, Tool
 from engram_memory.local.projector_pump import drain
 
 from tests.fixtures.contract_fixtures import (
@@ -31,6 +29,7 @@ from tests.fixtures.contract_fixtures import (
     valid_forget_args,
 )
 from tests.integration.conftest import AwsEnv
+from tests.support.confirmations import approved_item
 from tests.support.events import PRINCIPAL, make_event
 
 START_MS = VALID_T_MS + 30 * 24 * 3600 * 1000  # one month inside every record's valid time
@@ -121,15 +120,9 @@ class ReadPath:
                                  idempotency_key=f"read-path-forget-{self.counter:04d}")
         ref = f"approval-{self.counter:04d}"
         s = self.aws.settings
-        now = self.clock.now_ms()
-        self.aws.dynamodb.put_item(TableName=s.table_name, Item={
-            "pk": {"S": f"CONF#{s.tenant_id}#ws-main"}, "sk": {"S": f"REF#{ref}"},
-            "elicitation_ref": {"S": ref}, "state": {"S": "approved"},
-            "tool": {"S": Tool.FORGET.value}, "target": {"S": record_id},
-            "operation_digest": {"S": operation_digest(Tool.FORGET, args)},
-            "principal": {"S": PRINCIPAL}, "approved_at_ms": {"N": str(now - 1000)},
-            "window_ends_at_ms": {"N": str(now + 30_000)},
-        })
+        self.aws.dynamodb.put_item(TableName=s.table_name, Item=approved_item(
+            Scope(s.tenant_id, "ws-main"), ref, Tool.FORGET, args, principal=PRINCIPAL,
+            now_ms=self.clock.now_ms()))
         envelope = self.call(Tool.FORGET, args, confirmation_ref=ref)
         assert envelope["ok"], envelope
         return envelope
@@ -152,8 +145,7 @@ class ReadPath:
 
     def rewire(self) -> None:
         """Re-apply the test ports after the environment changed (bootstrap was reset)."""
-        bootstrap.override(clock=self.clock,
-                           gate=DynamoConfirmationGate(self.aws.settings.table_name))
+        bootstrap.override(clock=self.clock)
         self.handlers.clear()
 
     def project(self) -> int:

@@ -116,6 +116,10 @@ class ApprovalGate:
             "target": {"S": target}, "operation_digest": {"S": digest},
         })
 
+    def explain_refusal(self, ctx: InvocationContext, tool: Tool, target: str,
+                        operation_digest: str, now_ms: int) -> None:
+        """A refusal of this gate is always gate_failed."""
+
     def consume_item(self, ctx: InvocationContext, tool: Tool, target: str,
                      operation_digest: str, now_ms: int) -> dict[str, Any]:
         """The consuming element; GateFailed without a confirmation reference."""

@@ -144,7 +144,7 @@ class DynamoConfirmationGate:
 
     def __init__(self, table_name: str, client: Any | None = None) -> None:
         self._table = table_name
-        # With a client the gate can tell a digest mismatch apart (see _check_digest).
+        # With a client the gate can tell a digest mismatch apart (see explain_refusal).
         self._client = client
 
     def consume_item(
@@ -160,7 +160,6 @@ class DynamoConfirmationGate:
         ref = ctx.confirmation_ref
         if ref is None or REF_RE.fullmatch(ref) is None:
             raise GateFailed()
-        self._check_digest(ctx, ref, tool, target, operation_digest, now_ms)
         return {
             "Update": {
                 "TableName": self._table,
@@ -191,17 +190,17 @@ class DynamoConfirmationGate:
             }
         }
 
-    def _check_digest(self, ctx: InvocationContext, ref: str, tool: Tool, target: str,
-                      operation_digest: str, now_ms: int) -> None:
+    def explain_refusal(self, ctx: InvocationContext, tool: Tool, target: str,
+                        operation_digest: str, now_ms: int) -> None:
         """DigestConflict when a usable approval for this very call names other arguments.
 
         CONTRACT §3.5: the confirmation is bound to an intent hash and a mismatch surfaces
-        as DIGEST_CONFLICT. Tool, target, principal and the approval's immutable digest are
-        written once by the workflow, so such an approval can never match this call: the
-        commit would only cancel. Anything else is left to the commit's condition, which
-        stays the single authority (its failure is gate_failed).
+        as DIGEST_CONFLICT. Called only after the element cancelled a commit (nothing was
+        written), so an approved call pays no read of its confirmation. The commit's
+        condition stays the single authority; this only names the refusal.
         """
-        if self._client is None:
+        ref = ctx.confirmation_ref
+        if self._client is None or ref is None or REF_RE.fullmatch(ref) is None:
             return
         try:
             response = self._client.get_item(
