@@ -53,13 +53,15 @@ def check_conditions_before_applying() -> None:
 
     With requests serialized and the elements of one transaction naming distinct items,
     checking every condition against the current state first is equivalent to moto's
-    apply-then-restore: if all hold, moto's own code applies the elements without taking
-    its snapshots; if any fails, or the check cannot be evaluated, moto's unchanged path
-    (snapshots and all) runs and answers exactly as it would have.
+    apply-then-restore. If all hold, moto's own code applies the elements without taking
+    its snapshots; if some fail, the transaction is cancelled with the reasons moto gives
+    (the same exception, codes, messages and ALL_OLD items) and nothing is applied; if the
+    check cannot be evaluated, moto's unchanged path (snapshots and all) answers.
     """
     if "transactions" in _INSTALLED:
         return
     from moto.dynamodb import models
+    from moto.dynamodb.exceptions import TransactionCanceledException
     from moto.dynamodb.models.table import Table
 
     original = models.DynamoDBBackend.transact_write_items
@@ -68,9 +70,12 @@ def check_conditions_before_applying() -> None:
         return value if isinstance(value, Table) else std_copy.deepcopy(value, memo)
 
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        if not _conditions_hold(self, transact_items):
+        reasons = _cancellation_reasons(self, transact_items)
+        if reasons is None:
             original(self, transact_items)
             return
+        if any(code is not None for code, _, _ in reasons):
+            raise TransactionCanceledException(reasons)
         # moto's module calls ``copy.deepcopy``: swap its ``copy`` for this one call.
         setattr(models, "copy", types.SimpleNamespace(  # noqa: B010
             deepcopy=no_table_copies, copy=std_copy.copy))
@@ -83,16 +88,30 @@ def check_conditions_before_applying() -> None:
     _INSTALLED.add("transactions")
 
 
-def _conditions_hold(backend: Any, transact_items: list[dict[str, Any]]) -> bool:
-    """Whether every element names a distinct item and every condition holds now."""
+Reason = tuple[Any, Any, Any]
+
+
+def _cancellation_reasons(backend: Any, transact_items: list[dict[str, Any]]
+                          ) -> list[Reason] | None:
+    """moto's per-element reasons, from the current state; None when unsure (moto decides).
+
+    An element whose condition fails gets what moto records for it (ConditionalCheckFailed,
+    its message, the old item when ALL_OLD was asked); the others ``(None, None, None)``.
+    """
     from moto.dynamodb.comparisons import get_filter_expression
+    from moto.dynamodb.exceptions import ConditionalCheckFailed
 
     seen: set[tuple[str, str]] = set()
+    reasons: list[Reason] = []
     try:
+        if len(transact_items) > 100:
+            return None
         for element in transact_items:
             if len(element) != 1:
-                return False
+                return None
             op_type, op = next(iter(element.items()))
+            if op_type not in {"ConditionCheck", "Put", "Delete", "Update"}:
+                return None
             table = backend.get_table(op["TableName"])
             if op_type == "Put":
                 key = {table.hash_key_attr: op["Item"][table.hash_key_attr]}
@@ -102,18 +121,26 @@ def _conditions_hold(backend: Any, transact_items: list[dict[str, Any]]) -> bool
                 key = op["Key"]
             item_id = (op["TableName"], str(sorted(key.items())))
             if item_id in seen:
-                return False
+                return None
             seen.add(item_id)
             condition = op.get("ConditionExpression")
             if condition is None:
+                reasons.append((None, None, None))
                 continue
             check = get_filter_expression(condition, op.get("ExpressionAttributeNames"),
                                           op.get("ExpressionAttributeValues"))
-            if not check.expr(backend.get_item(op["TableName"], key)):
-                return False
+            current = backend.get_item(op["TableName"], key)
+            if check.expr(current):
+                reasons.append((None, None, None))
+                continue
+            old = None
+            if op.get("ReturnValuesOnConditionCheckFailure") == "ALL_OLD" and current:
+                old = current.to_json()["Attributes"]
+            failed = ConditionalCheckFailed(item=old)
+            reasons.append(("ConditionalCheckFailed", str(failed.message), old))
     except Exception:  # anything unusual: moto's own path answers
-        return False
-    return True
+        return None
+    return reasons
 
 
 def query_reads_one_partition(*, cache_order: bool = False) -> None:

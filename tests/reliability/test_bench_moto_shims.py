@@ -32,7 +32,9 @@ with mock_aws():
                     KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
                                {"AttributeName": "sk", "KeyType": "RANGE"}],
                     AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                                          {"AttributeName": "sk", "AttributeType": "S"}])
+                                          {"AttributeName": "sk", "AttributeType": "S"}],
+                    StreamSpecification={"StreamEnabled": True,
+                                         "StreamViewType": "NEW_AND_OLD_IMAGES"})
     def put(pk, sk, **cond):
         return {"Put": {"TableName": "t", "Item": {"pk": {"S": pk}, "sk": {"S": sk}}, **cond}}
     absent = {"ConditionExpression": "attribute_not_exists(pk)"}
@@ -44,7 +46,8 @@ with mock_aws():
             return "ok"
         except ClientError as error:
             reasons = error.response.get("CancellationReasons", [])
-            return [error.response["Error"]["Code"], [r.get("Code") for r in reasons]]
+            return [error.response["Error"]["Code"], [r.get("Code") for r in reasons],
+                    [[r.get("Message"), r.get("Item")] for r in reasons]]
     # A failing condition in the second element: nothing of the first one may land.
     seen.append(attempt([put("P9", "new", **absent), put("P0", "000", **absent)]))
     seen.append(attempt([put("P0", "a"), put("P0", "a")]))  # the same item twice
@@ -55,6 +58,11 @@ with mock_aws():
         "Key": {"pk": {"S": "P2"}, "sk": {"S": "002"}},
         "UpdateExpression": "SET v = :v", "ConditionExpression": "attribute_exists(pk)",
         "ExpressionAttributeValues": {":v": {"N": "7"}}}}]))
+    seen.append(attempt([put("P9", "third", **absent), {"Update": {"TableName": "t",
+        "Key": {"pk": {"S": "P1"}, "sk": {"S": "004"}}, "UpdateExpression": "SET v = :v",
+        "ConditionExpression": "attribute_not_exists(pk)",
+        "ExpressionAttributeValues": {":v": {"N": "1"}},
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD"}}]))
     for forward in (True, False):
         pages, start = [], None
         while True:
@@ -74,6 +82,13 @@ with mock_aws():
                          )["Count"])
     seen.append(sorted((i["pk"]["S"], i["sk"]["S"], i.get("v", {}).get("N"))
                        for i in db.scan(TableName="t")["Items"]))
+    streams = boto3.client("dynamodbstreams", region_name="us-east-1")
+    arn = db.describe_table(TableName="t")["Table"]["LatestStreamArn"]
+    shard = streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"][0]
+    iterator = streams.get_shard_iterator(StreamArn=arn, ShardId=shard["ShardId"],
+                                          ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+    records = streams.get_records(ShardIterator=iterator, Limit=1000)["Records"]
+    seen.append([(r["eventName"], r["dynamodb"]["Keys"]["sk"]["S"]) for r in records])
 print(json.dumps(seen))
 """
 
@@ -97,7 +112,15 @@ def test_shimmed_moto_answers_every_transaction_and_query_as_moto_does() -> None
     assert plain[0][1] == ["None", "ConditionalCheckFailed"]
     assert plain[2] == "ok"
     assert plain[3] == "ok"
-    assert plain[4][0] == ["001", "004", "007", "010"]
-    assert plain[5][0] == ["028", "025", "022", "019"]
-    assert ("P9", "new", None) not in [tuple(row) for row in plain[7]]
-    assert ["P2", "002", "7"] in plain[7]
+    assert plain[4][1] == ["None", "ConditionalCheckFailed"]
+    assert plain[4][2][1][1] == {"pk": {"S": "P1"}, "sk": {"S": "004"}}  # ALL_OLD
+    assert plain[5][0] == ["001", "004", "007", "010"]
+    assert plain[6][0] == ["028", "025", "022", "019"]
+    rows = [tuple(row) for row in plain[8]]
+    assert ("P9", "new", None) not in rows
+    assert ("P9", "third", None) not in rows
+    assert ("P2", "002", "7") in rows
+    # The stream saw the 30 puts, the committed ConditionCheck + put and the update: no
+    # record of any cancelled write.
+    assert [sk for _, sk in plain[9]].count("third") == 0
+    assert len(plain[9]) == 32
