@@ -55,7 +55,8 @@ def test_the_bench_runs_quickly_and_prints_its_table(
 
 def _column(rows: list[str], name: str) -> list[str]:
     """The cells of column ``name`` of the first markdown table in ``rows``."""
-    cells = [[c.strip() for c in row.strip("|").split("|")] for row in rows]
-    header, body = cells[0], [c for c in cells[2:] if len(c) == len(cells[0])]
+    # ``rows`` holds the lines starting "| ": the header and the body, not the |---| rule.
+    cells = [[c.strip() for c in row.strip().strip("|").split("|")] for row in rows]
+    header, body = cells[0], [c for c in cells[1:] if len(c) == len(cells[0])]
     index = header.index(name)
     return [c[index] for c in body[:6]]

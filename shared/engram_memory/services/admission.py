@@ -13,17 +13,15 @@ and ``pending_adjudication`` (left pending and sealed, for the host route).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from engram_memory.contract.outputs import AdmissionOutcome, AdmissionValue, dump_value
+from engram_memory.contract.outputs import AdmissionValue, dump_value
 from engram_memory.contract.validation import canonical_arguments
 from engram_memory.domain import receipts, records
 from engram_memory.domain.canonical import (
     DigestKind,
     canonical_json,
     digest,
-    format_cursor,
     record_id_for,
 )
 from engram_memory.domain.context import InvocationContext, Scope, Tool
@@ -35,8 +33,14 @@ from engram_memory.domain.errors import (
     NotFound,
 )
 from engram_memory.domain.intent import intent_digest
-from engram_memory.domain.journal import Actor, JournalHead, build_event
+from engram_memory.domain.journal import Actor, JournalHead
 from engram_memory.domain.lifecycle import State
+from engram_memory.services.admission_plan import (
+    Idem,
+    Outcome,
+    ReceiptFactory,
+    plan_admission,
+)
 from engram_memory.services.mutation import (
     Sleep,
     actor_of,
@@ -51,16 +55,13 @@ from engram_memory.services.ports import (
     AdmissionPolicy,
     AdmissionRequest,
     CandidateEntry,
-    Change,
     Clock,
     ConfirmationGate,
     Decision,
     EvidenceVerifier,
     KeyVault,
     MemoryStore,
-    MoveCandidate,
     MutationPlan,
-    PutRecord,
     Sealer,
 )
 
@@ -68,37 +69,9 @@ if TYPE_CHECKING:
     from pydantic import BaseModel
 
 
-ACCEPTED_CANDIDATE_STATE = "accepted"
 ADJUDICATION_TOOL = "adjudicate"
 ADJUDICATION_PRINCIPAL = "host:adjudication"
 ADJUDICATION_POLICY_ID = "host-adjudication"
-
-
-@dataclass(frozen=True, slots=True)
-class _Idem:
-    principal: str
-    key: str
-    tool: str
-    intent: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    status: str
-    receipt: Mapping[str, Any]
-    record: records.Record | None = None
-    record_id: str | None = None
-    payload: Mapping[str, Any] = field(default_factory=dict)
-    trust_binding: Mapping[str, Any] = field(default_factory=dict)
-
-
-_TO_STATE = {
-    "accepted": (State.ACCEPTED_CURRENT.value, "accept", ACCEPTED_CANDIDATE_STATE, True),
-    "duplicate_exact": (State.ACCEPTED_CURRENT.value, "accept", ACCEPTED_CANDIDATE_STATE, True),
-    "rejected": (State.REJECTED.value, "reject", State.REJECTED.value, True),
-    "pending_adjudication": (State.PENDING.value, "hold", State.PENDING.value, False),
-}
-"""status → (journal to_state, journal operation, candidate state, shred key+ciphertext)."""
 
 
 class AdmissionService:
@@ -128,7 +101,7 @@ class AdmissionService:
     def execute(self, ctx: InvocationContext, model: BaseModel) -> dict[str, Any]:
         """Request admission of a pending candidate; the tool's ``value``."""
         args = canonical_arguments(model)
-        idem = _Idem(ctx.principal, args["idempotency_key"], Tool.REQUEST_ADMISSION.value,
+        idem = Idem(ctx.principal, args["idempotency_key"], Tool.REQUEST_ADMISSION.value,
                      intent_digest(Tool.REQUEST_ADMISSION, args))
 
         def attempt() -> dict[str, Any]:
@@ -157,7 +130,7 @@ class AdmissionService:
             raise InvalidSchema
         intent = digest(DigestKind.INTENT, {"tool": ADJUDICATION_TOOL, "target": candidate_id,
                                             "arguments": {"decision": decision}})
-        idem = _Idem(ADJUDICATION_PRINCIPAL, f"adjudicate:{candidate_id}", ADJUDICATION_TOOL,
+        idem = Idem(ADJUDICATION_PRINCIPAL, f"adjudicate:{candidate_id}", ADJUDICATION_TOOL,
                      intent)
         actor = Actor(principal=approver, agent_id="host", session_id="adjudication")
 
@@ -174,7 +147,7 @@ class AdmissionService:
 
     # --- reads and decisions ------------------------------------------------------------
 
-    def _prior(self, scope: Scope, idem: _Idem) -> dict[str, Any] | None:
+    def _prior(self, scope: Scope, idem: Idem) -> dict[str, Any] | None:
         prior = stored_result(self._store, scope, idem.principal, idem.key, idem.tool,
                               idem.intent)
         if prior is None:
@@ -207,39 +180,39 @@ class AdmissionService:
         return AdmissionRequest(scope=scope, candidate_id=candidate.candidate_id,
                                 payload=payload, evidence=evidence)
 
-    def _evaluate(self, scope: Scope, candidate: CandidateEntry, now_ms: int) -> _Outcome:
+    def _evaluate(self, scope: Scope, candidate: CandidateEntry, now_ms: int) -> Outcome:
         running = self._policy.descriptor()
         check_not_stale(running, candidate.policy_version)
         request = self._open(scope, candidate)
         decision = self._policy.decide(request)
-        receipt_of = _ReceiptFactory(candidate, running.policy_id, running.version)
+        receipt_of = ReceiptFactory(candidate, running.policy_id, running.version)
         if decision is Decision.ACCEPT:
             return self._acceptance(scope, candidate, request, now_ms, receipt_of, guard=True)
         status = "rejected" if decision is Decision.REJECT else "pending_adjudication"
-        return _Outcome(status=status, receipt=receipt_of(status, None, None))
+        return Outcome(status=status, receipt=receipt_of(status, None, None))
 
     def _adjudicated(self, scope: Scope, candidate: CandidateEntry, decision: str,
-                     now_ms: int) -> _Outcome:
-        receipt_of = _ReceiptFactory(candidate, ADJUDICATION_POLICY_ID,
+                     now_ms: int) -> Outcome:
+        receipt_of = ReceiptFactory(candidate, ADJUDICATION_POLICY_ID,
                                       candidate.policy_version)
         if decision == "reject":
-            return _Outcome(status="rejected", receipt=receipt_of("rejected", None, None))
+            return Outcome(status="rejected", receipt=receipt_of("rejected", None, None))
         request = self._open(scope, candidate)
         return self._acceptance(scope, candidate, request, now_ms, receipt_of, guard=False)
 
     def _acceptance(self, scope: Scope, candidate: CandidateEntry, request: AdmissionRequest,
-                    now_ms: int, receipt_of: _ReceiptFactory, *, guard: bool) -> _Outcome:
+                    now_ms: int, receipt_of: ReceiptFactory, *, guard: bool) -> Outcome:
         verdict = self._verifier.verify(request)
         trust = verdict.trust_class
         if guard and self._store.has_tombstone(scope, candidate.payload_digest):
-            return _Outcome("pending_adjudication", receipt_of("pending_adjudication", trust,
+            return Outcome("pending_adjudication", receipt_of("pending_adjudication", trust,
                                                                None))
         record_id = record_id_for(candidate.record_digest)
         existing = self._store.get_record(scope, record_id)
         if existing is not None:
             if existing.state == State.TOMBSTONED.value:
                 if guard:  # guard item missing but the record is gone: still hold it
-                    return _Outcome("pending_adjudication",
+                    return Outcome("pending_adjudication",
                                     receipt_of("pending_adjudication", trust, None))
                 raise AlreadyTerminal
             if existing.state != State.ACCEPTED_CURRENT.value:
@@ -247,9 +220,9 @@ class AdmissionService:
                 # duplicate, and the same record id cannot be accepted again.
                 if not guard:
                     raise IllegalTransition
-                return _Outcome("pending_adjudication",
+                return Outcome("pending_adjudication",
                                 receipt_of("pending_adjudication", trust, None))
-            return _Outcome("duplicate_exact", receipt_of("duplicate_exact", trust, record_id),
+            return Outcome("duplicate_exact", receipt_of("duplicate_exact", trust, record_id),
                             record_id=record_id)
         record = records.build_record(candidate.record_digest, request.payload,
                                       trust_class=trust, recorded_at_ms=now_ms)
@@ -260,77 +233,16 @@ class AdmissionService:
             "evidence_digest": request.evidence["evidence_digest"],
             "decision_receipt_digest": receipts.decision_receipt_digest(receipt),
         }
-        return _Outcome("accepted", receipt, record=record, record_id=record_id,
+        return Outcome("accepted", receipt, record=record, record_id=record_id,
                         payload=request.payload, trust_binding=binding)
 
     # --- the commit ---------------------------------------------------------------------
 
-    def _commit(self, scope: Scope, actor: Actor, idem: _Idem, candidate: CandidateEntry,
-                outcome: _Outcome, now_ms: int,
+    def _commit(self, scope: Scope, actor: Actor, idem: Idem, candidate: CandidateEntry,
+                outcome: Outcome, now_ms: int,
                 gate_item: Mapping[str, Any] | None) -> dict[str, Any]:
         def build(head: JournalHead) -> tuple[MutationPlan, dict[str, Any]]:
-            return _plan(scope, actor, idem, candidate, outcome, now_ms, gate_item, head)
+            return plan_admission(scope, actor, idem, candidate, outcome, now_ms, gate_item,
+                                  head)
 
         return commit_fenced(self._store, scope, build, self._sleep)
-
-
-class _ReceiptFactory:
-    """Builds decision receipts for one candidate under one policy id/version."""
-
-    def __init__(self, candidate: CandidateEntry, policy_id: str, version: str) -> None:
-        self._candidate = candidate
-        self._policy_id = policy_id
-        self._version = version
-
-    def __call__(self, status: str, trust: str | None,
-                 record_id: str | None) -> dict[str, Any]:
-        return receipts.decision_receipt(
-            candidate_id=self._candidate.candidate_id,
-            status=status,
-            policy_id=self._policy_id,
-            policy_version=self._version,
-            bound_policy_version=self._candidate.policy_version,
-            trust_class=trust,
-            record_id=record_id,
-        )
-
-
-def _plan(scope: Scope, actor: Actor, idem: _Idem, candidate: CandidateEntry,
-          outcome: _Outcome, now_ms: int, gate_item: Mapping[str, Any] | None,
-          head: JournalHead) -> tuple[MutationPlan, dict[str, Any]]:
-    to_state, operation, candidate_state, shred = _TO_STATE[outcome.status]
-    decision_digest = receipts.decision_receipt_digest(outcome.receipt)
-    subject = {"candidate_id": candidate.candidate_id}
-    if outcome.record_id is not None:
-        subject["record_id"] = outcome.record_id
-    event = build_event(
-        head, scope=scope, operation=operation, subject=subject,
-        from_state=State.PENDING.value, to_state=to_state, actor=actor, at_ms=now_ms,
-        digests={"decision_receipt_digest": decision_digest,
-                 "record_digest": candidate.record_digest, "intent_digest": idem.intent},
-    )
-    fields: dict[str, Any] = {"status": outcome.status, "candidate_id": candidate.candidate_id,
-                              "cursor": format_cursor(event.cursor),
-                              "decision_receipt_digest": decision_digest}
-    if outcome.record_id is not None:
-        fields["record_id"] = outcome.record_id
-    fields["transaction_receipt_digest"] = receipts.outcome_transaction_digest(fields)
-    value = dump_value(AdmissionValue(outcome=AdmissionOutcome(**fields), replayed=False))
-    changes: list[Change] = [MoveCandidate(
-        candidate_id=candidate.candidate_id, from_state=State.PENDING.value,
-        to_state=candidate_state, shred=shred, blob_chunks=candidate.blob_chunks,
-        decision_receipt=outcome.receipt, record_id=outcome.record_id,
-    )]
-    if outcome.record is not None:
-        valid_time = outcome.payload["valid_time"]
-        changes.append(PutRecord(
-            record=outcome.record, payload_digest=candidate.payload_digest,
-            valid_t=int(valid_time["t"]), valid_t_end=valid_time.get("t_end"),
-            expires_at_ms=records.expires_at_ms(outcome.payload), cursor=event.cursor,
-            trust_binding=outcome.trust_binding,
-            derivative_rule=records.derivative_rule(outcome.payload),
-        ))
-    plan = MutationPlan(scope=scope, principal=idem.principal, idempotency_key=idem.key,
-                        tool=idem.tool, intent_digest=idem.intent, result=value, head=head,
-                        event=event, changes=tuple(changes), gate_item=gate_item, at_ms=now_ms)
-    return plan, value
