@@ -44,7 +44,6 @@ from engram_memory.domain.intent import operation_digest  # noqa: E402
 from engram_memory.local.service import LocalConfig, RunningService, start_service  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
-from moto_shims import prepare_moto_dynamodb  # noqa: E402
 
 TENANT = "t-bench"
 WORKSPACE = "ws-bench"
@@ -130,7 +129,6 @@ class Bench:
     def __init__(self) -> None:
         """Start the service (moto server, endpoint, pumps) on a free loopback port."""
         quiet()
-        prepare_moto_dynamodb()
         self._saved = dict(os.environ)
         self._data = tempfile.TemporaryDirectory(prefix="engram-bench-")
         self.service: RunningService = start_service(LocalConfig(

@@ -199,8 +199,8 @@ def main() -> None:
     os.environ["ENGRAM_SEARCH_POSTINGS_PER_TERM"] = str(args.k)
 
     import boto3
+    from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
     from moto import mock_aws
-    from moto_shims import prepare_moto_dynamodb
 
     prepare_moto_dynamodb(cache_partition_order=True)
     with mock_aws():

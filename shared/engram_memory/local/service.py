@@ -29,6 +29,7 @@ from engram_memory.adapters.inprocess_invoker import (
 )
 from engram_memory.local import state
 from engram_memory.local.host_bridge import host_routes
+from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
 from engram_memory.local.moto_server import LOOPBACK, MotoService, start_moto
 from engram_memory.local.tokens import load_or_create_host_key, mint_agent_token, public_pem
 from engram_memory.mcp.host_context import verifier_from_settings
@@ -202,6 +203,7 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     home = state.home_dir(config.data_dir)
     key = load_or_create_host_key(home / state.HOST_KEY_FILE)
     identity = state.load_identity(home, config.tenant)
+    prepare_moto_dynamodb()  # serializable like DynamoDB: no lost commits under concurrency
     moto = start_moto()
     os.environ.update(_environment(config, identity, public_pem(key)))
     _provision(home, restore=config.data_dir is not None)

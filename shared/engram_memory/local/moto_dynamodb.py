@@ -1,12 +1,21 @@
-"""Bench-only adjustments that give moto's DynamoDB DynamoDB's costs, not its semantics.
+"""moto's DynamoDB made safe under concurrent requests, and given DynamoDB's costs.
 
-moto is the stand-in the benches run on, and three of its implementation costs would
-otherwise dominate every number: requests from several threads interleave (DynamoDB is
-serializable), every TransactWriteItems deep-copies each table it names (O(table) per
-transaction), and every Query sorts the whole table to filter one partition (O(table) per
-posting list). Each shim below keeps moto's own request parsing, conditions, updates,
-paging and responses; only the stand-in's cost changes. The test suites never install
-these: they run moto as it ships.
+The local service and the benches run on an in-process moto server. As it ships, moto
+serves requests from several threads at once, and its TransactWriteItems is not safe
+under that: it deep-copies each table a transaction names and, when a condition fails,
+restores the copies, which undoes any commit another thread made meanwhile (measured on
+the local service: 8 concurrent capturing clients, 60 captures acknowledged, 5 of them
+gone from the journal; moto also raised "dictionary changed size during iteration"). Two
+more of its costs grow with a whole table: those copies (O(table) per transaction) and
+every Query sorting the whole table to keep one partition (O(table) per posting list); a
+local store of a few hundred records became unusable.
+
+``prepare_moto_dynamodb`` (the local service calls it before starting moto) makes moto
+serve one DynamoDB request at a time, as DynamoDB is serializable, then removes both
+costs. Every shim keeps moto's own request parsing, conditions, updates, paging and
+responses; tests/reliability/test_moto_dynamodb_shims.py runs one scenario on shimmed and
+plain moto and requires identical answers. The ``mock_aws`` test tiers run moto as it
+ships (with a request lock of their own, tests/integration/conftest.py).
 """
 
 from __future__ import annotations
@@ -21,7 +30,10 @@ _INSTALLED: set[str] = set()
 
 
 def prepare_moto_dynamodb(*, cache_partition_order: bool = False) -> None:
-    """Install all three shims (idempotent). See ``query_reads_one_partition`` for the flag."""
+    """Install all three shims, process-wide and idempotent (the first call's flag wins).
+
+    See ``query_reads_one_partition`` for ``cache_partition_order`` (bench loads only).
+    """
     serialize_requests()
     check_conditions_before_applying()
     query_reads_one_partition(cache_order=cache_partition_order)
@@ -31,8 +43,8 @@ def serialize_requests() -> None:
     """One DynamoDB request at a time on the in-process moto server.
 
     Served from several threads at once, moto's TransactWriteItems can fail ("dictionary
-    changed size") or roll back over another request's commit. The same lock the moto
-    integration tests take around mock_aws makes concurrent clients measurable.
+    changed size") or roll back over another request's commit (a lost acknowledged write).
+    The mock_aws integration tests take the same kind of lock.
     """
     if "serialize" in _INSTALLED:
         return

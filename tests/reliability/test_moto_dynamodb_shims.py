@@ -1,4 +1,6 @@
-"""The benches' moto shims change costs, not answers: same outcomes as moto as it ships.
+"""The local service's moto shims change costs and concurrency, not answers.
+
+Same outcomes as moto as it ships, for one thread (engram_memory.local.moto_dynamodb).
 
 The shims patch moto process-wide, so the scenario runs in a child interpreter, once
 with the shims and once without, and both must print the same observations.
@@ -10,9 +12,6 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[2]
 
 SCENARIO = r"""
 import json, sys
@@ -21,8 +20,7 @@ from botocore.exceptions import ClientError
 from moto import mock_aws
 
 if sys.argv[1] == "shimmed":
-    sys.path.insert(0, sys.argv[2])
-    from moto_shims import prepare_moto_dynamodb
+    from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
     prepare_moto_dynamodb()
 
 seen = []
@@ -97,7 +95,7 @@ def observe(mode: str) -> object:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env.update(AWS_ACCESS_KEY_ID="x", AWS_SECRET_ACCESS_KEY="x",
                AWS_ACCOUNT_ID_ENDPOINT_MODE="disabled")
-    done = subprocess.run([sys.executable, "-c", SCENARIO, mode, str(ROOT / "bench")],
+    done = subprocess.run([sys.executable, "-c", SCENARIO, mode],
                           env=env, capture_output=True, text=True, timeout=120, check=True)
     return json.loads(done.stdout)
 
