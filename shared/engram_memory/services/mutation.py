@@ -62,15 +62,27 @@ def commit_fenced(
     build: Callable[[JournalHead], tuple[MutationPlan, V]],
     sleep: Sleep,
 ) -> V:
-    """Commit the plan built on the current head; rebuild on a moved head; FENCE_LOST."""
+    """Commit the plan built on the current head; rebuild on a moved head; FENCE_LOST.
+
+    The first conflict that names the head which won is rebuilt on that head at once (one
+    other writer got in: no read, no wait). Later conflicts mean contention: the head
+    named then is soon stale, so the rebuild waits a jittered backoff and reads the head
+    again (measured: rebuilding on the named head every time, with or without waiting,
+    doubled FENCE_LOST with 16 writers on one workspace).
+    """
+    head = store.journal_head(scope)
     for attempt in range(HEAD_ATTEMPTS):
-        plan, value = build(store.journal_head(scope))
+        plan, value = build(head)
         try:
             store.commit(plan)
         except CommitConflict as conflict:
             if conflict.kinds != frozenset({ConflictKind.HEAD}):
                 raise
+            if attempt == 0 and conflict.head is not None and conflict.head.cursor > head.cursor:
+                head = conflict.head  # one writer got in first: rebuild on its head at once
+                continue
             sleep(backoff_delay(attempt))
+            head = store.journal_head(scope)
             continue
         return value
     raise FenceLost

@@ -156,10 +156,15 @@ class ConflictKind(StrEnum):
 
 
 class CommitConflict(FenceLost):
-    """A commit lost a race; the service re-reads (escaping, it is FENCE_LOST)."""
+    """A commit lost a race; the service re-reads (escaping, it is FENCE_LOST).
 
-    def __init__(self, kinds: frozenset[ConflictKind]) -> None:
+    ``head``: the journal head that beat this commit, when the store could tell (DynamoDB
+    hands back the head item with the cancellation), so the rebuild needs no re-read.
+    """
+
+    def __init__(self, kinds: frozenset[ConflictKind], head: JournalHead | None = None) -> None:
         self.kinds = kinds
+        self.head = head
         super().__init__()
 
 

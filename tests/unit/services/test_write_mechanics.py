@@ -94,6 +94,64 @@ def test_cancellation_reasons_map_by_element_index() -> None:
     assert state.kinds == {ConflictKind.STATE}
 
 
+class _HeadReportingStore(_HeadMovingStore):
+    """A store whose lost commits name the head that won, as DynamoDB's ALL_OLD does."""
+
+    def __init__(self, conflicts: int) -> None:
+        super().__init__(conflicts)
+        self.winner = 0
+
+    def commit(self, plan: Any) -> None:
+        if self.conflicts > 0:
+            self.conflicts -= 1
+            self.winner += 10
+            raise CommitConflict(frozenset({ConflictKind.HEAD}), head=JournalHead(self.winner))
+
+
+def test_a_conflict_naming_the_winning_head_rebuilds_on_it_without_reading_or_waiting() -> None:
+    store = _HeadReportingStore(conflicts=1)
+    built: list[int] = []
+    slept: list[float] = []
+    commit_fenced(store, SCOPE, lambda head: (built.append(head.cursor) or (None, None)),
+                  slept.append)
+    assert built == [0, 10]
+    assert store.heads_read == 1
+    assert slept == []
+
+
+def test_a_head_that_keeps_moving_is_read_again_after_a_jittered_backoff() -> None:
+    # Under contention the head named by a conflict is soon stale: after the first
+    # immediate rebuild, every further conflict waits and reads the freshest head.
+    store = _HeadReportingStore(conflicts=3)
+    built: list[int] = []
+    slept: list[float] = []
+    commit_fenced(store, SCOPE, lambda head: (built.append(head.cursor) or (None, None)),
+                  slept.append)
+    assert built == [0, 10, 1, 2]
+    assert store.heads_read == 3
+    assert len(slept) == 2
+
+
+def test_a_head_conflict_hands_back_the_head_item_that_won() -> None:
+    error = ClientError({"Error": {"Code": "TransactionCanceledException", "Message": "x"},
+                         "CancellationReasons": [
+                             {"Code": "None"},
+                             {"Code": "ConditionalCheckFailed",
+                              "Item": {"cursor": {"N": "42"}, "event_digest": {"S": "sha256:e"}}},
+                             {"Code": "None"}, {"Code": "None"}, {"Code": "None"}]},
+                        "TransactWriteItems")
+    conflict = translate_commit(error, KINDS, lambda item: JournalHead(
+        int(item["cursor"]["N"]), item["event_digest"]["S"]))
+    assert isinstance(conflict, CommitConflict)
+    assert conflict.kinds == {ConflictKind.HEAD}
+    assert conflict.head == JournalHead(42, "sha256:e")
+    # Without the item (or a parser), the caller reads the head again.
+    bare = translate_commit(_cancelled("None", "ConditionalCheckFailed", "None", "None", "None"),
+                            KINDS, lambda item: JournalHead(0))
+    assert isinstance(bare, CommitConflict)
+    assert bare.head is None
+
+
 def test_a_taken_key_wins_over_a_failed_confirmation() -> None:
     both = translate_commit(_cancelled("ConditionalCheckFailed", "None", "None",
                                        "ConditionalCheckFailed", "None"), KINDS)

@@ -12,7 +12,8 @@ MUTATION_OUTCOME_UNKNOWN, and a retry with the same key then returns the stored 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -24,6 +25,7 @@ from engram_memory.domain.errors import (
     RateLimited,
     StoreUnavailable,
 )
+from engram_memory.domain.journal import JournalHead
 from engram_memory.services.ports import CommitConflict, ConflictKind
 
 THROTTLING_CODES = frozenset({
@@ -66,9 +68,17 @@ def translate_conditional(exc: ClientError | BotoCoreError,
     return translate_read(exc)
 
 
-def translate_commit(exc: ClientError | BotoCoreError,
-                     kinds: Sequence[ElementKind]) -> EngramError:
-    """A failed TransactWriteItems → conflict, gate failure, or retriable/unknown outcome."""
+def translate_commit(
+    exc: ClientError | BotoCoreError,
+    kinds: Sequence[ElementKind],
+    head_of: Callable[[Mapping[str, Any]], JournalHead] | None = None,
+) -> EngramError:
+    """A failed TransactWriteItems → conflict, gate failure, or retriable/unknown outcome.
+
+    With ``head_of``, a conflict on the journal head alone carries the head that won (the
+    head element asks for ALL_OLD on a failed condition), so the caller rebuilds on it
+    without reading it again.
+    """
     if isinstance(exc, BotoCoreError):
         # The request may have reached DynamoDB and committed before the failure.
         return MutationOutcomeUnknown()
@@ -84,6 +94,10 @@ def translate_commit(exc: ClientError | BotoCoreError,
                                         if k in _CONFLICT_BY_KIND))
     if ElementKind.CONFIRMATION in failed:
         return GateFailed()
+    if failed == {ElementKind.HEAD} and head_of is not None:
+        item = reasons[kinds.index(ElementKind.HEAD)].get("Item")
+        return CommitConflict(frozenset({ConflictKind.HEAD}),
+                              head=head_of(item) if item else None)
     if failed:
         return CommitConflict(frozenset(_CONFLICT_BY_KIND[k] for k in failed))
     if "TransactionConflict" in codes:

@@ -9,7 +9,7 @@ idempotency key is reported MUTATION_OUTCOME_UNKNOWN, never as someone else's re
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -106,10 +106,7 @@ class DynamoMemoryStore:
     def journal_head(self, scope: Scope) -> JournalHead:
         """The scope's journal head (cursor 0 when empty)."""
         item = self._get(self._main, it.journal_pk(scope), it.HEAD_SK)
-        if item is None:
-            return JournalHead()
-        return JournalHead(cursor=it.number(item, "cursor"),
-                           event_digest=it.text(item, "event_digest"))
+        return JournalHead() if item is None else _head_of(item)
 
     def journal_events(self, scope: Scope) -> list[JournalEvent]:
         """Every event of the scope, in cursor order."""
@@ -172,7 +169,7 @@ class DynamoMemoryStore:
         try:
             self._client.transact_write_items(TransactItems=[body for _, body in elements])
         except (ClientError, BotoCoreError) as exc:
-            error = translate_commit(exc, kinds)
+            error = translate_commit(exc, kinds, _head_of)
             if (isinstance(error, CommitConflict) and ConflictKind.IDEMPOTENCY in error.kinds
                     and _sdk_retried(exc)):
                 # The SDK resent the commit after a lost answer: the key we now meet may be
@@ -219,6 +216,8 @@ class DynamoMemoryStore:
             "ConditionExpression": condition,
             "ExpressionAttributeNames": {"#cursor": "cursor"},
             "ExpressionAttributeValues": values,
+            # A lost race hands back the head that won: the rebuild needs no re-read.
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }}
 
     def _change(self, change: Change, plan: MutationPlan) -> Iterator[it.Element]:
@@ -233,3 +232,8 @@ class DynamoMemoryStore:
             yield from it.tombstone_record(change, plan.scope, self._main)
         elif isinstance(change, ExpireRecord):
             yield from it.expire_record(change, plan.scope, self._main)
+
+
+def _head_of(item: Mapping[str, Any]) -> JournalHead:
+    """The journal head an item (the HEAD item, as stored) holds."""
+    return JournalHead(cursor=it.number(item, "cursor"), event_digest=it.text(item, "event_digest"))
