@@ -121,17 +121,16 @@ def provision(home: Path, settings: Settings, *, restore: bool) -> None:
         if snapshot.get("tenant") == settings.tenant_id:
             key_id = local_state.restore_kms_key(MOTO_ACCOUNT_ID, settings.region,
                                                  snapshot["kms"], key_id)
-            local_state.load_tables(aws.dynamodb, snapshot["tables"])
+            local_state.load_tables(MOTO_ACCOUNT_ID, settings.region, snapshot["tables"])
     os.environ["ENGRAM_KMS_KEY_ID"] = key_id
 
 
 def save_snapshot(home: Path, settings: Settings) -> None:
     """Write every table item and the tenant key material to ``state.json`` (0600)."""
-    aws = clients(settings)
     snapshot = {
         "version": 1,
         "tenant": settings.tenant_id,
         "kms": local_state.export_kms_key(MOTO_ACCOUNT_ID, settings.region, settings.kms_key_id),
-        "tables": local_state.dump_tables(aws.dynamodb, _tables(settings)),
+        "tables": local_state.dump_tables(MOTO_ACCOUNT_ID, settings.region, _tables(settings)),
     }
     _write_private(home / SNAPSHOT_FILE, json.dumps(snapshot))
