@@ -39,11 +39,12 @@ from engram_memory.adapters.inprocess_invoker import (  # noqa: E402
     default_functions_dir,
     load_handler,
 )
-from engram_memory.domain.context import Tool  # noqa: E402
-from engram_memory.domain.intent import operation_digest  # noqa: E402
+from engram_memory.domain.context import Scope, Tool  # noqa: E402
 from engram_memory.local.service import LocalConfig, RunningService, start_service  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+
+from tests.support.confirmations import approved_item  # noqa: E402
 
 TENANT = "t-bench"
 WORKSPACE = "ws-bench"
@@ -142,7 +143,7 @@ class Bench:
 
     def close(self) -> None:
         """Stop everything, forget moto's state, and restore the environment."""
-        self.service.stop(persist=False)  # the data dir is deleted below: no snapshot
+        self.service.stop()
         # moto's backends are process-wide: without a reset the next service of this
         # process would start on this one's tables (what POST /moto-api/reset does).
         from moto.moto_api._internal.models import moto_api_backend
@@ -181,29 +182,16 @@ class Bench:
     def approve(self, tool: Tool, arguments: dict[str, Any]) -> str:
         """An approved, open confirmation for exactly this call; its reference.
 
-        The item is the one the confirmation workflow leaves after a human approved (every
-        attribute the gate adapter reads), written directly so timing leaves out the human.
+        Written as the confirmation workflow leaves it after a human approved (the item the
+        tests use too), so the timing leaves out the human.
         """
         from engram_memory import bootstrap  # the wired client of this process
 
         ref = "conf-" + secrets.token_hex(8)
-        now = int(time.time() * 1000)
-        window_ms = 300_000
         bootstrap.dynamodb_client().put_item(
             TableName=self.service.settings.table_name,
-            Item={"pk": {"S": f"CONF#{TENANT}#{WORKSPACE}"}, "sk": {"S": f"REF#{ref}"},
-                  "elicitation_ref": {"S": ref}, "state": {"S": "approved"},
-                  "tool": {"S": tool.value},
-                  "target": {"S": str(arguments.get("candidate_id")
-                                      or arguments.get("record_id"))},
-                  "operation_digest": {"S": operation_digest(tool, arguments)},
-                  "principal": {"S": PRINCIPAL}, "requested_by": {"S": "host:bench"},
-                  "created_at_ms": {"N": str(now - 2000)},
-                  "expires_at_ms": {"N": str(now + 600_000)},
-                  "window_seconds": {"N": str(window_ms // 1000)},
-                  "decision": {"S": "approve"}, "approver": {"S": "host:bench-reviewer"},
-                  "approved_at_ms": {"N": str(now - 1000)},
-                  "window_ends_at_ms": {"N": str(now + window_ms)}})
+            Item=approved_item(Scope(TENANT, WORKSPACE), ref, tool, arguments,
+                               principal=PRINCIPAL, now_ms=int(time.time() * 1000)))
         return ref
 
     # --- over MCP -------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """An approved confirmation item exactly as the confirmation workflow leaves it.
 
-Tests that are not about the gate record the human approval directly instead of running the
-Step Functions workflow; the item carries every attribute the production gate adapter reads
-(the request record, then the decision and the open window), so the gated tools run their
-real path, including the read that tells a digest conflict apart.
+Tests that are not about the gate (and the benches, bench/harness.py) record the human
+approval directly instead of running the Step Functions workflow. The item carries every
+attribute the production gate adapter reads (the request record, then the decision and
+the open window), so gated tools run their real path: the commit consumes it, and a
+refusal is explained from it.
 """
 
 from __future__ import annotations

@@ -95,14 +95,14 @@ class RunningService:
                                 audience=self.identity.audience, tenant=self.identity.tenant,
                                 **claims)
 
-    def stop(self, *, persist: bool = True) -> None:
-        """Stop serving, stop the pumps, snapshot (with --data-dir, unless not to persist)."""
+    def stop(self) -> None:
+        """Stop serving, stop the pumps, snapshot (with --data-dir), stop moto."""
         self.server.should_exit = True
         self.stop_event.set()
         for thread in self.threads:
             if thread is not threading.current_thread():
                 thread.join(timeout=15)
-        if persist and self.config.data_dir is not None:
+        if self.config.data_dir is not None:
             state.save_snapshot(self.home, self.settings)
         self.moto.stop()
         self.sock.close()

@@ -108,27 +108,29 @@ class _HeadReportingStore(_HeadMovingStore):
             raise CommitConflict(frozenset({ConflictKind.HEAD}), head=JournalHead(self.winner))
 
 
-def test_a_conflict_naming_the_winning_head_rebuilds_on_it_without_reading_or_waiting() -> None:
-    store = _HeadReportingStore(conflicts=1)
+def _fenced_commit(conflicts: int) -> tuple[list[int], int, list[float]]:
+    """(heads each attempt was built on, head reads, sleeps) against a reporting store."""
+    store = _HeadReportingStore(conflicts)
     built: list[int] = []
     slept: list[float] = []
     commit_fenced(store, SCOPE, lambda head: (built.append(head.cursor) or (None, None)),
                   slept.append)
+    return built, store.heads_read, slept
+
+
+def test_a_conflict_naming_the_winning_head_rebuilds_on_it_without_reading_or_waiting() -> None:
+    built, heads_read, slept = _fenced_commit(conflicts=1)
     assert built == [0, 10]
-    assert store.heads_read == 1
+    assert heads_read == 1
     assert slept == []
 
 
 def test_a_head_that_keeps_moving_is_read_again_after_a_jittered_backoff() -> None:
     # Under contention the head named by a conflict is soon stale: after the first
     # immediate rebuild, every further conflict waits and reads the freshest head.
-    store = _HeadReportingStore(conflicts=3)
-    built: list[int] = []
-    slept: list[float] = []
-    commit_fenced(store, SCOPE, lambda head: (built.append(head.cursor) or (None, None)),
-                  slept.append)
+    built, heads_read, slept = _fenced_commit(conflicts=3)
     assert built == [0, 10, 1, 2]
-    assert store.heads_read == 3
+    assert heads_read == 3
     assert len(slept) == 2
 
 
