@@ -18,8 +18,9 @@ if _REPO_ROOT not in sys.path:
 from aws_cdk import App, Environment, Validations  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
 
+from infra.constructs.functions import MissingLayerError  # noqa: E402
 from infra.stacks.tenant_stack import TenantStack  # noqa: E402
-from infra.tenant_config import TenantConfig, load_config  # noqa: E402
+from infra.tenant_config import ConfigError, TenantConfig, load_config  # noqa: E402
 
 
 def stack_name(config: TenantConfig) -> str:
@@ -44,7 +45,11 @@ def build_app(app: App | None = None) -> tuple[App, TenantStack]:
 
 def main() -> int:
     """Synthesize the cloud assembly (fails on any unacknowledged cdk-nag finding)."""
-    app, _ = build_app()
+    try:
+        app, _ = build_app()
+    except (ConfigError, MissingLayerError) as exc:
+        print(f"engram-memory: {exc}", file=sys.stderr)
+        return 1
     app.synth()
     return 0
 

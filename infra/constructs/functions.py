@@ -11,7 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from aws_cdk import Annotations, Duration, RemovalPolicy
+from aws_cdk import (
+    Annotations,
+    CfnRule,
+    CfnRuleAssertion,
+    Duration,
+    Fn,
+    RemovalPolicy,
+    Stack,
+)
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -19,15 +27,24 @@ from constructs import Construct
 
 from infra.constructs.retention import retention
 from infra.names import FUNCTIONS, METRICS_NAMESPACE, TOOL_FUNCTIONS, TOOL_SERVICE_NAME
-from infra.package import REPO_ROOT, packaged_layer_dir, stage_source
+from infra.package import LAYER_DIR, REPO_ROOT, packaged_layer_dir, stage_source
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
 
     from infra.tenant_config import TenantConfig
 
 RUNTIME: Final = lambda_.Runtime.PYTHON_3_13  # infra/package.py PYTHON_VERSION matches
 ARCHITECTURE: Final = lambda_.Architecture.ARM_64
+# Context flag (`-c engram:synthWithoutLayer=true`) for offline synthesis in tests and CI:
+# without it, a missing layer stops synthesis; with it, the template cannot be deployed.
+SYNTH_WITHOUT_LAYER: Final = "engram:synthWithoutLayer"
+NO_LAYER_RULE: Final = "EngramLayerPackaged"
+
+
+class MissingLayerError(RuntimeError):
+    """Synthesis without the dependency layer that was not explicitly allowed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,34 +93,51 @@ class EngramFunctions(Construct):
     """Builds every function with its own least-privilege role and log group."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: TenantConfig,
-                 environment: Mapping[str, str]) -> None:
-        """Create all functions from one staged code asset and the optional layer."""
+                 environment: Mapping[str, str], layer_dir: Path = LAYER_DIR) -> None:
+        """Create all functions from one staged code asset and the dependency layer."""
         super().__init__(scope, construct_id)
         self._config = config
         self._environment = dict(environment)
         self._code = lambda_.Code.from_asset(str(stage_source()))
-        self._layers = self._build_layers()
+        self._layers = self._build_layers(layer_dir)
         self.roles: dict[str, iam.Role] = {}
         self.log_groups: dict[str, logs.LogGroup] = {}
         self.functions: dict[str, lambda_.Function] = {
             name: self._build_function(SPECS[name]) for name in FUNCTIONS
         }
 
-    def _build_layers(self) -> list[lambda_.ILayerVersion]:
-        layer_dir = packaged_layer_dir()
-        if layer_dir is None:
-            # Offline synth: the source asset alone; run the package step before deploying.
-            Annotations.of(self).add_info(
-                "No build/lambda/python: synthesized without the dependency layer "
-                "(run `python infra/package.py` before `cdk deploy`).")
+    def _build_layers(self, layer_dir: Path) -> list[lambda_.ILayerVersion]:
+        packaged = packaged_layer_dir(layer_dir)
+        if packaged is None:
+            self._refuse_undeployable_template(layer_dir)
             return []
         return [lambda_.LayerVersion(
             self, "Dependencies",
-            code=lambda_.Code.from_asset(str(layer_dir)),
+            code=lambda_.Code.from_asset(str(packaged)),
             compatible_runtimes=[RUNTIME],
             compatible_architectures=[ARCHITECTURE],
             description="engram-memory run-time dependencies (manylinux aarch64 wheels)",
         )]
+
+    def _refuse_undeployable_template(self, layer_dir: Path) -> None:
+        """No layer: a synth error, or (flag set) a template CloudFormation refuses to deploy.
+
+        Eleven functions without their dependencies would deploy "successfully" and fail
+        every invocation with ImportModuleError.
+        """
+        if str(self.node.try_get_context(SYNTH_WITHOUT_LAYER)).lower() != "true":
+            raise MissingLayerError(
+                f"No Lambda dependency layer at {layer_dir}/python: run "
+                "`python infra/package.py` before `cdk deploy` (docs/deploy.md).")
+        Annotations.of(self).add_info(
+            f"{SYNTH_WITHOUT_LAYER}: synthesized without the dependency layer; "
+            "CloudFormation refuses to deploy this template.")
+        # A rule whose assertion is always false: create and update fail before any resource.
+        CfnRule(Stack.of(self), NO_LAYER_RULE, assertions=[CfnRuleAssertion(
+            assert_=Fn.condition_equals("layer", "missing"),
+            assert_description="Synthesized without the Lambda dependency layer "
+                               "(engram:synthWithoutLayer): run `python infra/package.py`, "
+                               "then deploy again.")])
 
     def _build_role(self, name: str, log_group: logs.LogGroup) -> iam.Role:
         role = iam.Role(

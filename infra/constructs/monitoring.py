@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aws_cdk import Duration
+from aws_cdk import ArnFormat, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
@@ -25,6 +26,27 @@ if TYPE_CHECKING:
 _PERIOD = Duration.minutes(5)
 
 
+def alarm_publish_statement(topic: sns.ITopic) -> iam.PolicyStatement:
+    """CloudWatch may publish to the topic, for this account's alarms only.
+
+    ``enforce_ssl`` gives the topic a resource policy of its own, which replaces SNS's
+    default one: without this statement no alarm would ever be delivered.
+    """
+    stack = Stack.of(topic)
+    return iam.PolicyStatement(
+        sid="CloudWatchAlarmsPublish",
+        principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+        actions=["sns:Publish"],
+        resources=[topic.topic_arn],
+        conditions={
+            "ArnLike": {"aws:SourceArn": stack.format_arn(
+                service="cloudwatch", resource="alarm", resource_name="*",
+                arn_format=ArnFormat.COLON_RESOURCE_NAME)},
+            "StringEquals": {"aws:SourceAccount": stack.account},
+        },
+    )
+
+
 class Monitoring(Construct):
     """Errors and throttles per function, DLQ depth, gate failures, API 5xx, stream lag."""
 
@@ -34,6 +56,7 @@ class Monitoring(Construct):
         super().__init__(scope, construct_id)
         self.topic = sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True,
                                display_name=f"engram-memory {config.tenant_id} alarms")
+        self.topic.add_to_resource_policy(alarm_publish_statement(self.topic))
         if config.alarm_email:
             self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
         self._action = actions.SnsAction(self.topic)

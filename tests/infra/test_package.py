@@ -1,16 +1,23 @@
-"""The package step targets the Lambda platform; synth stages the source without it."""
+"""The package step installs exactly the lock, and the lock covers pyproject for Lambda."""
 
 from __future__ import annotations
 
-import tomllib
 from typing import TYPE_CHECKING
 
 import pytest
 
 from infra.constructs.functions import ARCHITECTURE, RUNTIME
+from infra.layer_lock import (
+    dependencies_digest,
+    parse_lock,
+    render_lock,
+    unmet_requirements,
+    wheels_from_report,
+)
 from infra.package import (
+    LOCK_PATH,
     PYTHON_VERSION,
-    REPO_ROOT,
+    build_layer,
     packaged_layer_dir,
     pip_command,
     runtime_requirements,
@@ -23,20 +30,96 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.infra
 
 
-def test_the_layer_is_built_for_the_lambda_runtime_and_architecture() -> None:
-    command = pip_command(["pydantic>=2"])
-    assert command[command.index("--platform") + 1] == "manylinux2014_aarch64"
-    assert command[command.index("--python-version") + 1] == PYTHON_VERSION
+def _option_values(command: list[str], option: str) -> list[str]:
+    return [command[i + 1] for i, arg in enumerate(command) if arg == option]
+
+
+def test_the_layer_is_installed_from_the_lock_with_hashes_for_the_lambda_platform() -> None:
+    command = pip_command()
+    assert _option_values(command, "--requirement") == [str(LOCK_PATH)]
+    assert "--require-hashes" in command
+    assert "--upgrade" not in command
+    assert set(_option_values(command, "--platform")) == {
+        "manylinux_2_28_aarch64", "manylinux2014_aarch64"}
+    assert _option_values(command, "--python-version") == [PYTHON_VERSION]
     assert "--only-binary=:all:" in command
     assert RUNTIME.name == f"python{PYTHON_VERSION}"
     assert ARCHITECTURE.name == "arm64"
 
 
-def test_the_layer_holds_exactly_the_run_time_dependencies() -> None:
-    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
-    assert runtime_requirements() == pyproject["project"]["dependencies"]
-    command = pip_command(runtime_requirements())
-    assert command[-len(runtime_requirements()):] == runtime_requirements()
+def test_the_lock_was_made_from_the_current_pyproject_dependencies() -> None:
+    digest, _ = parse_lock(LOCK_PATH.read_text(encoding="utf-8"))
+    assert digest == dependencies_digest(runtime_requirements()), (
+        "pyproject dependencies changed: run `python infra/package.py lock`")
+
+
+def test_the_lock_covers_every_run_time_dependency_on_the_lambda_platform() -> None:
+    _, wheels = parse_lock(LOCK_PATH.read_text(encoding="utf-8"))
+    assert {"boto3", "pydantic", "pydantic-core", "cryptography", "mcp",
+            "aws-xray-sdk"} <= set(wheels)
+    assert unmet_requirements(runtime_requirements(), wheels) == []
+    for wheel in wheels.values():
+        assert len(wheel.sha256) == 64, wheel.name
+
+
+def _report_item(name: str, version: str, requires: list[str], extras: list[str] | None = None,
+                 sha: str = "a" * 64) -> dict[str, object]:
+    return {"metadata": {"name": name, "version": version, "requires_dist": requires},
+            "requested_extras": extras,
+            "download_info": {"archive_info": {"hashes": {"sha256": sha}}}}
+
+
+def test_markers_are_evaluated_for_lambda_not_for_the_machine_that_locks() -> None:
+    report = {"install": [
+        _report_item("Tool", "1.0", [
+            "needed-on-313>=2; python_version >= '3.13'",
+            "old-backport; python_version < '3.12'",
+            "arm-only; platform_machine == 'aarch64'",
+            "x86-only; platform_machine == 'x86_64'",
+            "traced>=1; extra == 'tracer'",
+            "unused; extra == 'other'",
+        ], extras=["tracer"]),
+        _report_item("needed-on-313", "2.1", []),
+        _report_item("traced", "1.0", []),
+    ]}
+    text = render_lock(wheels_from_report(report), dependencies=["tool[tracer]"], header="h")
+    _, wheels = parse_lock(text)
+    assert wheels["tool"].requires == ("arm-only", "needed-on-313>=2", "traced>=1")
+    assert wheels["tool"].extras == ("tracer",)
+    # arm-only is a Lambda-only need the resolution did not bring: the lock is refused.
+    assert unmet_requirements(["tool[tracer]"], wheels) == [
+        "arm-only (wanted by tool): not locked"]
+
+
+def test_an_unlocked_or_mismatched_dependency_is_reported() -> None:
+    report = {"install": [_report_item("tool", "1.0", ["dep>=2"]),
+                          _report_item("dep", "1.5", [])]}
+    _, wheels = parse_lock(render_lock(wheels_from_report(report), dependencies=[],
+                                       header="h"))
+    assert unmet_requirements(["tool>=1", "absent", "tool[x]"], wheels) == [
+        "absent (wanted by pyproject): not locked",
+        "tool[x] (wanted by pyproject): extras not locked",
+        "dep>=2 (wanted by tool): locked 1.5",
+    ]
+
+
+def test_the_layer_steps_run_in_order_on_a_clean_root(tmp_path: Path) -> None:
+    root = tmp_path / "lambda"
+    (root / "stale").mkdir(parents=True)
+    seen: list[str] = []
+
+    def wheels(layer: Path) -> None:
+        seen.append("wheels")
+        (layer / "python" / "pkg" / "__pycache__").mkdir(parents=True)
+
+    def model(layer: Path) -> None:
+        seen.append("model")
+        (layer / "models").mkdir()
+
+    assert build_layer(root, [wheels, model]) == root
+    assert seen == ["wheels", "model"]
+    assert sorted(p.name for p in root.iterdir()) == ["models", "python"]
+    assert packaged_layer_dir(root) == root
 
 
 def test_without_the_package_step_there_is_no_layer(tmp_path: Path) -> None:
