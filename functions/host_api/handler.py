@@ -17,6 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from engram_memory.adapters.stepfunctions.clients import gate_clients
 from engram_memory.gate.host_api import HostApi
 from engram_memory.gate.wiring import adjudication_invoker, build_host_api
+from engram_memory.mcp.http_guard import event_refusal, security_for_event
 from engram_memory.settings import Settings
 
 logger = Logger(service="engram-host-api")
@@ -40,5 +41,6 @@ def reset_wiring() -> None:
 # Responses carry admission outcomes and confirmation details: never into a trace.
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """One HTTP API v2 event → one v2 response."""
-    return _api().handle(event)
+    """One HTTP API v2 event → one v2 response (Host/Origin checked first)."""
+    refusal = event_refusal(event, security_for_event(event, os.environ))
+    return refusal if refusal is not None else _api().handle(event)

@@ -19,22 +19,18 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from engram_memory.adapters.lambda_invoker import lambda_invoker_from_env
 from engram_memory.mcp.apigw import call_asgi, public_base_url
 from engram_memory.mcp.host_context import HostTokenVerifier, verifier_from_settings
+from engram_memory.mcp.http_guard import security_for_event
 from engram_memory.mcp.server import (
     MCP_PATH,
     Endpoint,
     build_app,
     build_server,
     session_manager,
-    transport_security,
 )
 from engram_memory.settings import Settings
 
 logger = Logger(service="engram-mcp-endpoint")
 tracer = Tracer(service="engram-mcp-endpoint")
-
-
-def _csv(name: str) -> list[str]:
-    return [part.strip() for part in os.environ.get(name, "").split(",") if part.strip()]
 
 
 @cache
@@ -58,11 +54,10 @@ def reset_wiring() -> None:
 
 async def _handle(event: dict[str, Any]) -> dict[str, Any]:
     settings, server = _wiring()
-    domain = str(event.get("requestContext", {}).get("domainName") or "")
-    # API Gateway only routes requests for its own domain; pin the Host check to it
-    # unless the stack configures the allowed hosts explicitly (custom domains).
-    hosts = _csv("ENGRAM_ALLOWED_HOSTS") or ([domain] if domain else [])
-    manager = session_manager(server, transport_security(hosts, _csv("ENGRAM_ALLOWED_ORIGINS")))
+    # API Gateway only routes requests for its own domains: the Host check allows the one it
+    # matched (plus ENGRAM_ALLOWED_HOSTS); browser Origins only when configured.
+    manager = session_manager(server, security_for_event(event, os.environ))
+    # The domain API Gateway matched, never a Host header: docs/mcp.md.
     resource = os.environ.get("ENGRAM_RESOURCE_URL") or public_base_url(event) + MCP_PATH
     app = build_app(manager, issuer=settings.host_issuer, resource_url=resource,
                     with_lifespan=False)

@@ -1,5 +1,9 @@
 """The HTTP API: ``POST /mcp``, the protected-resource metadata, and the host-only routes.
 
+``GET /mcp`` and ``DELETE /mcp`` go to the MCP endpoint too, which answers 405 (``Allow:
+POST``) as it does locally: the endpoint is stateless, with no stream to open and no session
+to end, and a client probing for one must get 405 rather than API Gateway's 404.
+
 Authentication is the host-signed invocation context (a JWT verified inside the MCP
 endpoint and the host API against the configured host key), so the routes carry no API
 Gateway authorizer; the metadata route must be public by RFC 9728.
@@ -23,6 +27,9 @@ if TYPE_CHECKING:
     from aws_cdk import aws_lambda as lambda_
 
     from infra.tenant_config import TenantConfig
+
+ROUTES_MCP_NOT_ALLOWED: Final = ("GET /mcp", "DELETE /mcp")
+"""Answered 405 by the MCP endpoint (docs/mcp.md)."""
 
 # Request metadata only: never bodies, headers, query strings or the Authorization token.
 ACCESS_LOG_FIELDS: Final = {
@@ -86,6 +93,7 @@ class EngramApi(Construct):
             ("MetadataRoute", ROUTE_METADATA, mcp),
             ("MetadataForMcpRoute", ROUTE_METADATA_FOR_MCP, mcp),
             ("HostRoute", ROUTE_HOST, host),
+            *((f"Mcp{key.split()[0].title()}Route", key, mcp) for key in ROUTES_MCP_NOT_ALLOWED),
         ):
             method, path = route_key.split(" ", 1)
             apigwv2.HttpRoute(

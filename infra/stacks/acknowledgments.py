@@ -71,3 +71,7 @@ def _api(stack: TenantStack) -> None:
         _ack(stack.api.node.find_child(route_id), "APIG4",
              "OAuth protected-resource metadata (RFC 9728) must be readable without "
              "credentials; it discloses no tenant data.")
+    for route_id in ("McpGetRoute", "McpDeleteRoute"):
+        _ack(stack.api.node.find_child(route_id), "APIG4",
+             "The MCP endpoint answers these methods 405 (Allow: POST) before any "
+             "authentication or data access: the endpoint is stateless (docs/mcp.md).")

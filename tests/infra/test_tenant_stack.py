@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from infra import names
+from infra.constructs.api import ROUTES_MCP_NOT_ALLOWED
 from infra.constructs.gate import ASL_PATH
 from infra.tenant_config import load_config
 from tests.infra.template_view import function_logical_ids, logical_id_of
@@ -130,7 +131,17 @@ def test_the_api_serves_mcp_metadata_and_host_routes(synthesized: Synthesized) -
     routes = {r["Properties"]["RouteKey"]
               for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()}
     assert routes == {names.ROUTE_MCP, names.ROUTE_METADATA, names.ROUTE_METADATA_FOR_MCP,
-                      names.ROUTE_HOST}
+                      names.ROUTE_HOST, *ROUTES_MCP_NOT_ALLOWED}
+
+
+def test_get_and_delete_on_mcp_reach_the_endpoint_that_answers_405(
+        synthesized: Synthesized) -> None:
+    # Without these routes API Gateway answered 404, where the endpoint answers 405.
+    target = {r["Properties"]["RouteKey"]: r["Properties"]["Target"]
+              for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()}
+    assert ROUTES_MCP_NOT_ALLOWED == ("GET /mcp", "DELETE /mcp")
+    for route_key in ROUTES_MCP_NOT_ALLOWED:
+        assert target[route_key] == target[names.ROUTE_MCP]
 
 
 def test_the_api_stage_is_throttled_and_logs_no_bodies(synthesized: Synthesized) -> None:

@@ -118,3 +118,34 @@ def test_the_protected_resource_metadata_names_the_host_issuer(handler: ModuleTy
     assert body["resource"] == "https://abc123.execute-api.eu-west-1.amazonaws.com/mcp"
     assert body["authorization_servers"] == [ISSUER]
     assert body["bearer_methods_supported"] == ["header"]
+
+
+@pytest.mark.parametrize(("header", "value", "status"), [
+    ("host", "attacker.example", 421), ("origin", "https://attacker.example", 403)])
+def test_the_metadata_checks_host_and_origin_like_mcp(
+    handler: ModuleType, header: str, value: str, status: int
+) -> None:
+    ev = event("well_known")
+    ev["headers"][header] = value
+    response = handler.lambda_handler(ev, FakeLambdaContext())
+    assert response["statusCode"] == status
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE"])
+def test_get_and_delete_on_mcp_answer_405(handler: ModuleType, method: str) -> None:
+    ev = event("legacy_tools_list")
+    ev["requestContext"]["http"]["method"] = method
+    ev["headers"]["accept"] = "text/event-stream"
+    ev["headers"]["last-event-id"] = "1"
+    ev.pop("body", None)
+    response = handler.lambda_handler(ev, FakeLambdaContext())
+    assert response["statusCode"] == 405
+    assert response["headers"]["allow"] == "POST"
+
+
+def test_a_header_that_is_not_latin_1_is_served(handler: ModuleType) -> None:
+    ev = event("legacy_initialize")
+    ev["headers"]["user-agent"] = "agent/1.0 \u2603"
+    status, body = call(handler, ev)
+    assert status == 200
+    assert body["result"]["serverInfo"]["name"] == "engram-memory"

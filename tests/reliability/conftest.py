@@ -22,6 +22,7 @@ from engram_memory import runtime
 
 from tests.integration.conftest import AwsEnv, aws  # noqa: F401 - re-exported fixture
 from tests.reliability import leakwatch
+from tests.reliability.mcp_harness import McpHarness, host_environment, new_host_key
 from tests.reliability.support import World
 
 _HANDLER = leakwatch.CollectingHandler(runtime.logger.registered_formatter)
@@ -96,3 +97,13 @@ def _isolated_aws_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
 def world(aws: AwsEnv) -> World:  # noqa: F811 - the re-exported fixture
     """Handlers of one mocked tenant with a manual clock and the DynamoDB confirmation gate."""
     return World(aws)
+
+
+@pytest.fixture
+def harness(aws: AwsEnv) -> Iterator[McpHarness]:  # noqa: F811 - the re-exported fixture
+    """The endpoint app (``/mcp``, metadata, ``/host/*``) over the mocked tenant."""
+    key = new_host_key()
+    settings_ = aws.configure(**host_environment(key))
+    World(aws)  # the clock and confirmation gate the handlers use
+    with McpHarness(settings_, key).running() as running:
+        yield running

@@ -13,14 +13,25 @@ import asyncio
 import json
 import threading
 import time
-from collections.abc import Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
-from engram_memory.adapters.inprocess_invoker import InProcessInvoker, default_functions_dir
-from engram_memory.local.tokens import generate_host_key, mint_agent_token, public_pem
+from engram_memory.adapters.inprocess_invoker import (
+    InProcessInvoker,
+    default_functions_dir,
+    load_handler,
+)
+from engram_memory.local.host_bridge import host_routes
+from engram_memory.local.tokens import (
+    generate_host_key,
+    mint_agent_token,
+    mint_maintainer_token,
+    public_pem,
+)
+from engram_memory.mcp.apigw import call_asgi
 from engram_memory.mcp.host_context import verifier_from_settings
 from engram_memory.mcp.server import (
     MCP_PATH,
@@ -33,6 +44,8 @@ from engram_memory.mcp.server import (
 from engram_memory.settings import Settings
 
 HOST = "127.0.0.1:8787"
+ALT_HOST = "localhost:8787"  # also allowed: the metadata must not follow the Host header
+RESOURCE = f"http://{HOST}{MCP_PATH}"
 ISSUER = "https://host.reliability.test"
 AUDIENCE = "engram-reliability"
 MODERN = "2026-07-28"
@@ -53,6 +66,7 @@ class Reply:
 
     status: int
     text: str
+    headers: dict[str, str] = field(default_factory=dict)
 
     def json(self) -> Any:
         """The body as JSON (fails the test when it is not JSON)."""
@@ -70,8 +84,11 @@ class McpHarness:
         endpoint = Endpoint(verifier=lambda: verifier,
                             invoker=InProcessInvoker(default_functions_dir()),
                             clock_ms=lambda: int(time.time() * 1000))
-        self.manager = session_manager(build_server(endpoint), transport_security([HOST]))
-        self.app = build_app(self.manager, issuer=ISSUER, with_lifespan=False)
+        self.manager = session_manager(build_server(endpoint),
+                                       transport_security([HOST, ALT_HOST]))
+        host_api = load_handler(default_functions_dir(), "host_api")
+        self.app = build_app(self.manager, issuer=ISSUER, resource_url=RESOURCE,
+                             extra_routes=host_routes(host_api, verifier), with_lifespan=False)
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
@@ -115,6 +132,34 @@ class McpHarness:
         }
         defaults.update(claims)
         return mint_agent_token(self.key, **defaults)
+
+    def maintainer(self) -> str:
+        """A host-operator token of this deployment (``perm`` read + maintain)."""
+        return mint_maintainer_token(self.key, issuer=ISSUER, audience=AUDIENCE,
+                                     tenant=self.settings.tenant_id, now=time.time())
+
+    def request(self, method: str, path: str, headers: dict[str, str | bytes],
+                body: bytes | AsyncIterator[bytes] = b"", timeout: float = 10) -> Reply:
+        """Any request to the app; it must be answered within ``timeout`` seconds."""
+
+        async def send() -> Reply:
+            transport = httpx2.ASGITransport(app=self.app)
+            async with httpx2.AsyncClient(transport=transport, base_url=f"http://{HOST}",
+                                          timeout=timeout) as client:
+                response = await asyncio.wait_for(
+                    client.request(method, path, content=body, headers=headers), timeout)
+                return Reply(response.status_code, response.text, dict(response.headers))
+
+        return self._run(send())
+
+    def apigw(self, event: dict[str, Any]) -> Reply:
+        """An API Gateway HTTP API v2 event through the endpoint Lambda's bridge."""
+
+        async def send() -> Reply:
+            answer = await call_asgi(self.app, event)
+            return Reply(answer["statusCode"], answer["body"], answer["headers"])
+
+        return self._run(send())
 
     def post(self, body: bytes, token: str | None = None, modern: bool = True,
              **headers: str) -> Reply:

@@ -19,6 +19,7 @@ import pytest
 from engram_memory.contract.validation import MAX_ARGUMENT_BYTES, serialized_size
 from engram_memory.domain.context import Tool
 from engram_memory.domain.errors import CATALOG
+from engram_memory.domain.principals import INTERNAL_PRINCIPALS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -31,8 +32,8 @@ from tests.fixtures.contract_fixtures import (
     valid_withdraw_args,
 )
 from tests.integration.conftest import AwsEnv
-from tests.reliability.mcp_harness import McpHarness, Reply, host_environment, new_host_key
-from tests.reliability.support import World, capture_args
+from tests.reliability.mcp_harness import McpHarness, Reply
+from tests.reliability.support import capture_args
 
 # JSON-RPC's own errors, plus the MCP SDK's transport rejections (-32000..-32099: e.g. a
 # routing header that disagrees with the body) for requests malformed at that level.
@@ -145,16 +146,6 @@ def assert_contained(reply: Reply, tool_name: str | None = None) -> bool:
     return False
 
 
-@pytest.fixture
-def harness(aws: AwsEnv) -> Iterator[McpHarness]:
-    """The endpoint app over the mocked tenant, serving for one test."""
-    key = new_host_key()
-    settings_ = aws.configure(**host_environment(key))
-    World(aws)  # the clock and confirmation gate the handlers use
-    with McpHarness(settings_, key).running() as running:
-        yield running
-
-
 @settings(max_examples=90, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                  HealthCheck.data_too_large, HealthCheck.large_base_example])
@@ -245,6 +236,25 @@ def test_a_token_for_another_tenant_is_refused_before_any_tool_runs(
     for claims in ({"tenant": "tenant-b"}, {"workspace": "ws-unregistered"}, {}):
         token = harness.token(**claims) if claims else "not-a-jwt"
         reply = harness.call_tool(Tool.GET.mcp_name, valid_get_args(), token)
+        assert assert_contained(reply) is False
+        assert reply.json()["error"]["code"] == -32603
+    assert snapshot(aws) == before
+
+
+@pytest.mark.parametrize("principal", sorted(INTERNAL_PRINCIPALS))
+def test_an_agent_token_naming_a_principal_of_the_service_is_refused_before_any_tool_runs(
+    harness: McpHarness, aws: AwsEnv, principal: str
+) -> None:
+    # Under these principals the host adjudication and the expiry sweeper reserve their
+    # deterministic idempotency keys; an agent taking one first would block them for good.
+    before = snapshot(aws)
+    token = harness.token(principal=principal)
+    admission = {**valid_request_admission_args(),
+                 "idempotency_key": f"adjudicate:cand_{'a' * 52}"}
+    capture = capture_args("squatter", key=f"expiry:mem_{'b' * 52}")
+    for name, arguments in ((Tool.REQUEST_ADMISSION.mcp_name, admission),
+                            (Tool.CAPTURE.mcp_name, capture)):
+        reply = harness.call_tool(name, arguments, token)
         assert assert_contained(reply) is False
         assert reply.json()["error"]["code"] == -32603
     assert snapshot(aws) == before

@@ -53,6 +53,10 @@ _UNAUTHENTICATED = {"code": "UNAUTHENTICATED",
                     "message": "A valid host maintainer token is required."}
 _FORBIDDEN = {"code": "FORBIDDEN", "message": "The maintain permission is required."}
 _NO_ROUTE = {"code": "NOT_FOUND", "message": "No such route."}
+TOO_LARGE = {"code": "PAYLOAD_TOO_LARGE", "message": "The request body is too large."}
+MAX_BODY_BYTES = 4 * 1024 * 1024
+"""Largest host request body, after authentication (the MCP SDK's cap on ``/mcp``, so one
+cap holds on every route; below API Gateway's 10 MB and Lambda's 6 MB; docs/confirmation.md)."""
 _INTERNAL = {"code": "INTERNAL", "message": "The request could not be processed."}
 
 
@@ -82,24 +86,35 @@ class _Request:
     path: str
     headers: Mapping[str, str]
     query: Mapping[str, str]
-    body: str
+    raw_body: str
+    base64_body: bool
+
+    @property
+    def body(self) -> bytes:
+        """The body bytes; read only by a route, i.e. after authentication."""
+        try:
+            body = (base64.b64decode(self.raw_body, validate=True) if self.base64_body
+                    else self.raw_body.encode("utf-8"))
+        except (ValueError, UnicodeEncodeError):
+            raise _Refusal(400, _BAD_REQUEST) from None
+        if len(body) > MAX_BODY_BYTES:
+            raise _Refusal(413, TOO_LARGE)
+        return body
 
 
 def _parse_event(event: Mapping[str, Any]) -> _Request:
     http = event.get("requestContext", {}).get("http", {})
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
-    body = event.get("body") or ""
-    if event.get("isBase64Encoded") and body:
-        body = base64.b64decode(body).decode("utf-8", errors="replace")
     return _Request(method=str(http.get("method", "")).upper(),
                     path=str(event.get("rawPath") or http.get("path", "")),
                     headers=headers, query=dict(event.get("queryStringParameters") or {}),
-                    body=body)
+                    raw_body=str(event.get("body") or ""),
+                    base64_body=bool(event.get("isBase64Encoded")))
 
 
-def _body(model: type[BaseModel], raw: str) -> Any:
+def _body(model: type[BaseModel], request: _Request) -> Any:
     try:
-        return model.model_validate_json(raw or "null")
+        return model.model_validate_json(request.body or b"null")
     except ValidationError:
         raise _Refusal(400, _BAD_REQUEST) from None
 
@@ -159,7 +174,7 @@ class HostApi:
         return Scope(self._verifier.tenant_id, workspace_id)
 
     def _request(self, request: _Request, who: MaintainerIdentity, _: str) -> dict[str, Any]:
-        body: ConfirmationRequestBody = _body(ConfirmationRequestBody, request.body)
+        body: ConfirmationRequestBody = _body(ConfirmationRequestBody, request)
         scope = self._scope(body.workspace_id)
         tool = Tool(body.capability)
         target, digest = _operation(tool, body)
@@ -169,7 +184,7 @@ class HostApi:
         return _response(201, created.public_view())
 
     def _decide(self, request: _Request, who: MaintainerIdentity, ref: str) -> dict[str, Any]:
-        body: DecisionBody = _body(DecisionBody, request.body)
+        body: DecisionBody = _body(DecisionBody, request)
         scope = self._scope(body.workspace_id)
         settled = self._confirmations.decide(
             scope, ref, Decision(body.decision), body.approver, who.subject,
@@ -186,7 +201,7 @@ class HostApi:
     def _adjudication(
         self, request: _Request, who: MaintainerIdentity, candidate_id: str,
     ) -> dict[str, Any]:
-        body: AdjudicationBody = _body(AdjudicationBody, request.body)
+        body: AdjudicationBody = _body(AdjudicationBody, request)
         scope = self._scope(body.workspace_id)
         # The verified bearer token travels on: request_admission verifies it again.
         token = bearer_token(request.headers.get("authorization"))

@@ -2,6 +2,12 @@
 
 The local service answers ``/host/*`` with the very same ``functions/host_api`` Lambda
 handler API Gateway would invoke, so the host routes behave identically in both places.
+
+API Gateway buffers (at most 10 MB of) a body before any Lambda runs; here nothing does, so
+the bridge reads a body only for a request bearing a valid maintainer token, and at most
+``MAX_BODY_BYTES`` of it. Any other request reaches the handler without its body and gets
+the handler's own constant refusal (401/403/404), with ``Connection: close`` so the unread
+body is never consumed.
 """
 
 from __future__ import annotations
@@ -18,6 +24,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
+from engram_memory.gate.host_api import MAX_BODY_BYTES, TOO_LARGE
+from engram_memory.mcp.host_context import (
+    HostTokenVerifier,
+    UntrustedContext,
+    bearer_token,
+    verify_maintainer_token,
+)
 
 HOST_PATH = "/host"
 _METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"]
@@ -66,25 +79,61 @@ def apigw_event(request: Request, body: bytes) -> dict[str, Any]:
     return event
 
 
-def _to_response(result: Any) -> Response:
+def _to_response(result: Any, close: bool) -> Response:
     if not isinstance(result, dict) or "statusCode" not in result:
         return JSONResponse(result)
     body = result.get("body") or ""
     raw = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode("utf-8")
     headers = {str(k): str(v) for k, v in (result.get("headers") or {}).items()}
+    if close:
+        headers["connection"] = "close"
     return Response(raw, status_code=int(result["statusCode"]), headers=headers)
 
 
-def host_routes(handler: LambdaHandler | None) -> list[BaseRoute]:
+def _is_maintainer(request: Request, verifier: HostTokenVerifier) -> bool:
+    try:
+        verify_maintainer_token(bearer_token(request.headers.get("authorization")), verifier)
+    except UntrustedContext:
+        return False
+    return True
+
+
+def _has_body(request: Request) -> bool:
+    return "transfer-encoding" in request.headers or request.headers.get(
+        "content-length", "0") != "0"
+
+
+async def capped_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes | None:
+    """The body, or None as soon as it (declared or as streamed) exceeds ``limit``."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
+
+
+def host_routes(handler: LambdaHandler | None, verifier: HostTokenVerifier) -> list[BaseRoute]:
     """``/host/*`` routed to the host API Lambda handler (503 until it exists)."""
 
     async def endpoint(request: Request) -> Response:
         if handler is None:
             return JSONResponse({"message": "host routes unavailable"}, status_code=503)
-        event = apigw_event(request, await request.body())
+        body = b""
+        unread = _has_body(request)
+        if _is_maintainer(request, verifier):
+            read = await capped_body(request)
+            if read is None:
+                return JSONResponse({"error": TOO_LARGE}, status_code=413,
+                                    headers={"connection": "close"})
+            body, unread = read, False
+        event = apigw_event(request, body)
         context = LocalLambdaContext("engram-host-api")
         result = await anyio.to_thread.run_sync(handler, event, context)
-        return _to_response(result)
+        return _to_response(result, close=unread)
 
     return [
         Route(HOST_PATH, endpoint, methods=_METHODS),

@@ -29,6 +29,7 @@ from engram_memory.adapters.inprocess_invoker import (
 )
 from engram_memory.local import state
 from engram_memory.local.host_bridge import host_routes
+from engram_memory.local.listener import HEADER_TIMEOUT_S, listener_config
 from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
 from engram_memory.local.moto_server import LOOPBACK, MotoService, start_moto
 from engram_memory.local.tokens import load_or_create_host_key, mint_agent_token, public_pem
@@ -60,6 +61,7 @@ class LocalConfig:
     workspaces: tuple[str, ...] = ()
     functions_dir: Path = field(default_factory=default_functions_dir)
     log_level: str = "warning"
+    header_timeout_s: float = HEADER_TIMEOUT_S
 
 
 @dataclass
@@ -195,7 +197,15 @@ def build_local_app(config: LocalConfig, settings: Settings, port: int) -> Any:
     manager = session_manager(build_server(endpoint),
                               transport_security(_allowed_hosts(config.host, port)))
     return build_app(manager, issuer=settings.host_issuer,
-                     extra_routes=host_routes(load_handler(config.functions_dir, "host_api")))
+                     resource_url=resource_url(config.host, port),
+                     extra_routes=host_routes(load_handler(config.functions_dir, "host_api"),
+                                              verifier))
+
+
+def resource_url(host: str, port: int) -> str:
+    """The RFC 9728 ``resource``: ``ENGRAM_RESOURCE_URL``, else this listener's ``/mcp``."""
+    named = f"[{host}]" if ":" in host else host
+    return os.environ.get("ENGRAM_RESOURCE_URL") or f"http://{named}:{port}{MCP_PATH}"
 
 
 def start_service(config: LocalConfig, *, background: bool = True) -> RunningService:
@@ -213,8 +223,9 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     threads = _start_pumps(settings, stop_event)
     sock = bind_listener(config.host, config.port)
     port = int(sock.getsockname()[1])
-    uv_config = uvicorn.Config(build_local_app(config, settings, port),
-                               log_level=config.log_level, lifespan="on")
+    uv_config = listener_config(build_local_app(config, settings, port),
+                                log_level=config.log_level,
+                                header_timeout_s=config.header_timeout_s)
     server = uvicorn.Server(uv_config)
     service = RunningService(config, home, identity, settings, moto, port, server, stop_event,
                              threads, sock)

@@ -47,15 +47,28 @@ def event_body(event: Mapping[str, Any]) -> bytes:
     return str(body).encode("utf-8")
 
 
+def wire_bytes(text: str) -> bytes:
+    """Header, cookie or query text back as the bytes an ASGI app expects.
+
+    API Gateway hands over header values as JSON strings, and a client may send any octets
+    (``User-Agent: agent/1.0 ☃``): Latin-1 where it fits, else UTF-8, with a lone
+    surrogate replaced, so no value a client chooses can make the translation raise.
+    """
+    try:
+        return text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", errors="replace")
+
+
 def asgi_scope(event: Mapping[str, Any]) -> dict[str, Any]:
     """The ASGI HTTP scope of an HTTP API v2 event."""
     context = event.get("requestContext", {})
     http = context.get("http", {})
-    headers = [(str(k).lower().encode("latin-1"), str(v).encode("latin-1"))
+    headers = [(wire_bytes(str(k).lower()), wire_bytes(str(v)))
                for k, v in (event.get("headers") or {}).items()]
     cookies = event.get("cookies") or []
     if cookies:
-        headers.append((b"cookie", "; ".join(cookies).encode("latin-1")))
+        headers.append((b"cookie", wire_bytes("; ".join(map(str, cookies)))))
     path = request_path(event)
     return {
         "type": "http",
@@ -64,9 +77,9 @@ def asgi_scope(event: Mapping[str, Any]) -> dict[str, Any]:
         "method": str(http.get("method", "GET")).upper(),
         "scheme": "https",
         "path": path,
-        "raw_path": path.encode("utf-8"),
+        "raw_path": path.encode("utf-8", errors="replace"),
         "root_path": "",
-        "query_string": str(event.get("rawQueryString") or "").encode("latin-1"),
+        "query_string": wire_bytes(str(event.get("rawQueryString") or "")),
         "headers": headers,
         "client": (str(http.get("sourceIp", "0.0.0.0")), 0),  # noqa: S104 - a label, not a bind
         "server": (str(context.get("domainName", "localhost")), 443),

@@ -22,6 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
 
 from engram_memory.domain.context import InvocationContext, Scope, Tool
+from engram_memory.domain.principals import is_internal_principal
 
 if TYPE_CHECKING:
     from engram_memory.settings import Settings
@@ -199,6 +200,9 @@ def verify_agent_token(token: str, verifier: HostTokenVerifier) -> InvocationCon
         raise UntrustedContext()
     values = {name: _ref(claims.get(name)) for name in _AGENT_STRING_CLAIMS}
     if "#" in values["tenant"] or "#" in values["workspace"]:
+        raise UntrustedContext()
+    if is_internal_principal(values["principal"]):
+        # The service's own principals: their idempotency keys are never an agent's.
         raise UntrustedContext()
     if verifier.workspace_ids and values["workspace"] not in verifier.workspace_ids:
         raise UntrustedContext()

@@ -23,6 +23,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, Streamable
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
@@ -36,6 +37,7 @@ from engram_memory.mcp.host_context import (
     bearer_token,
     verify_agent_token,
 )
+from engram_memory.mcp.http_guard import HostOriginGuard, PostOnly
 from engram_memory.mcp.tools import INSTRUCTIONS, granted_tools, input_schema_by_name
 
 logger = logging.getLogger(__name__)
@@ -158,13 +160,13 @@ def protected_resource_metadata(resource: str, issuer: str) -> dict[str, Any]:
     }
 
 
-def well_known_routes(issuer: str, resource_url: str | None) -> list[BaseRoute]:
+def well_known_routes(issuer: str, resource_url: str) -> list[BaseRoute]:
     """The RFC 9728 routes (plain and path-suffixed for ``/mcp``)."""
 
-    async def metadata(request: Request) -> JSONResponse:
-        resource = resource_url or str(request.base_url).rstrip("/") + MCP_PATH
+    async def metadata(_: Request) -> JSONResponse:
+        # From configuration only: a request's Host header never names the resource.
         return JSONResponse(
-            protected_resource_metadata(resource, issuer),
+            protected_resource_metadata(resource_url, issuer),
             headers={"Cache-Control": "public, max-age=3600"},
         )
 
@@ -178,16 +180,20 @@ def build_app(
     manager: StreamableHTTPSessionManager,
     *,
     issuer: str,
-    resource_url: str | None = None,
+    resource_url: str,
     extra_routes: Sequence[BaseRoute] = (),
     with_lifespan: bool = True,
 ) -> Starlette:
-    """The ASGI app: ``/mcp``, the well-known metadata and any extra (host) routes."""
+    """The ASGI app: ``/mcp``, the well-known metadata and any extra (host) routes.
+
+    The manager's Host/Origin settings guard every route (``mcp/http_guard.py``).
+    """
     routes: list[BaseRoute] = [
-        Route(MCP_PATH, StreamableHTTPASGIApp(manager)),
+        Route(MCP_PATH, PostOnly(StreamableHTTPASGIApp(manager))),
         *well_known_routes(issuer, resource_url),
         *extra_routes,
     ]
+    guard = [Middleware(HostOriginGuard, security=manager.security_settings)]
     if not with_lifespan:
-        return Starlette(routes=routes)
-    return Starlette(routes=routes, lifespan=lambda _app: manager.run())
+        return Starlette(routes=routes, middleware=guard)
+    return Starlette(routes=routes, middleware=guard, lifespan=lambda _app: manager.run())

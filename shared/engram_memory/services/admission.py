@@ -35,6 +35,7 @@ from engram_memory.domain.errors import (
 from engram_memory.domain.intent import intent_digest
 from engram_memory.domain.journal import Actor, JournalHead
 from engram_memory.domain.lifecycle import State
+from engram_memory.domain.principals import ADJUDICATION_PRINCIPAL
 from engram_memory.services.admission_plan import (
     Idem,
     Outcome,
@@ -70,7 +71,6 @@ if TYPE_CHECKING:
 
 
 ADJUDICATION_TOOL = "adjudicate"
-ADJUDICATION_PRINCIPAL = "host:adjudication"
 ADJUDICATION_POLICY_ID = "host-adjudication"
 
 

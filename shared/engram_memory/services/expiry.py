@@ -23,6 +23,7 @@ from engram_memory.domain.canonical import DigestKind, digest, format_cursor
 from engram_memory.domain.errors import EngramError
 from engram_memory.domain.journal import Actor, JournalHead, build_event
 from engram_memory.domain.lifecycle import TRANSITIONS, Operation, State
+from engram_memory.domain.principals import SWEEPER_PRINCIPAL
 from engram_memory.domain.records import RETAIN
 from engram_memory.services.mutation import Sleep, commit_fenced, stored_result, with_rereads
 from engram_memory.services.ports import (
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
 EXPIRE_TOOL = "expire"
 """The idempotency entries' ``tool``: a system operation, never an agent tool."""
-SWEEPER_ACTOR = Actor(principal="system:expiry-sweeper", agent_id="system",
+SWEEPER_ACTOR = Actor(principal=SWEEPER_PRINCIPAL, agent_id="system",
                       session_id="expiry-sweeper")
 EXPIRABLE_STATES = frozenset(state for (state, op) in TRANSITIONS if op is Operation.EXPIRE)
 """accepted_current, accepted_disputed, historical: what the lifecycle lets expire."""

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import secrets
 from typing import Any
 
 import pytest
 from engram_memory import bootstrap
+from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
 from engram_memory.domain.context import Tool
 from engram_memory.domain.intent import operation_digest
+from engram_memory.gate.host_api import MAX_BODY_BYTES
 
+from functions.host_api.handler import lambda_handler
 from tests.integration.gate.conftest import GateEnv
-from tests.integration.gate.host import decide, host_call, request_confirmation
+from tests.integration.gate.host import decide, host_call, host_event, request_confirmation
 from tests.integration.write_path.support import admit, capture, value, withdraw_args
 from tests.support.events import PRINCIPAL, WORKSPACE_ID
 
@@ -154,3 +158,24 @@ def test_a_held_candidate_is_decided_through_the_adjudication_route(gate_env: Ga
     finally:
         patch.undo()
         bootstrap.reset()
+
+
+@pytest.mark.parametrize(("header", "value", "status"), [
+    ("host", "attacker.example", 421), ("origin", "https://attacker.example", 403)])
+def test_a_foreign_host_or_origin_is_refused_before_anything_else(
+        gate_env: GateEnv, header: str, value: str, status: int) -> None:
+    event = host_event("POST", "/host/confirmations", gate_env.maintainer_token(), {})
+    event["headers"][header] = value
+    response = lambda_handler(event, LocalLambdaContext("engram-host-api"))
+    assert response["statusCode"] == status
+
+
+@pytest.mark.parametrize(("body", "encoded"), [("x" * (MAX_BODY_BYTES + 1), False),
+                                               ("!!not base64!!", True)])
+def test_an_operator_body_over_the_cap_or_undecodable_is_refused(
+        gate_env: GateEnv, body: str, encoded: bool) -> None:
+    event = host_event("POST", "/host/confirmations", gate_env.maintainer_token(), body)
+    event["isBase64Encoded"] = encoded
+    response = lambda_handler(event, LocalLambdaContext("engram-host-api"))
+    assert response["statusCode"] == (400 if encoded else 413)
+    assert "error" in json.loads(response["body"])

@@ -12,6 +12,7 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from engram_memory.domain.context import Tool
+from engram_memory.domain.principals import INTERNAL_PRINCIPALS
 from engram_memory.local.tokens import mint_agent_token, mint_maintainer_token, public_pem
 from engram_memory.mcp.host_context import (
     HostTokenVerifier,
@@ -224,3 +225,12 @@ def test_an_expired_maintainer_token_is_refused() -> None:
     tok = mint_maintainer_token(KEY, issuer=ISS, audience=AUD, tenant="t1", now=NOW - 600)
     with pytest.raises(UntrustedContext):
         verify_maintainer_token(tok, verifier())
+
+
+@pytest.mark.parametrize("principal", sorted(INTERNAL_PRINCIPALS))
+def test_an_agent_token_naming_a_principal_of_the_service_itself_is_refused(
+    principal: str,
+) -> None:
+    # Its idempotency keys (adjudication, expiry) would otherwise be the agent's to take.
+    refused(token(principal=principal))
+    assert verify_agent_token(token(principal=principal + " "), verifier()).principal
