@@ -29,7 +29,7 @@ SOCKETS = 20
 
 @dataclass
 class Recorder:
-    """An ASGI app answering 200 ``ok`` (after 1 s on ``/slow``), remembering each path."""
+    """An ASGI app answering 200 ``ok`` (later on ``/slow``; 401 unread on ``/refuse``)."""
 
     paths: list[str] = field(default_factory=list)
 
@@ -41,6 +41,11 @@ class Recorder:
                 if kind == "shutdown":
                     return
         self.paths.append(scope["path"])
+        if scope["path"] == "/refuse":  # answers without reading the body, like a 401
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b""})
+            return
         while (await receive()).get("more_body"):
             pass
         if scope["path"] == "/slow":
@@ -166,3 +171,17 @@ def test_content_length_with_transfer_encoding_is_refused_and_the_connection_clo
     assert answer.startswith(b"HTTP/1.1 400")
     assert answer.count(b"HTTP/1.1") == 1
     assert app.paths == []
+
+
+def test_a_response_before_the_body_was_read_closes_the_connection(
+    listener: tuple[int, Recorder],
+) -> None:
+    port, app = listener
+    with connections(port) as (sock,):
+        sock.sendall(b"POST /refuse HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     + f"Content-Length: {256 * 1024 * 1024}\r\n\r\n".encode()
+                     + b" " * 65536)
+        answer = read_until_closed(sock)  # not after 256 MiB: at once
+    assert answer.startswith(b"HTTP/1.1 401")
+    assert b"connection: close" in answer.lower()
+    assert app.paths == ["/refuse"]

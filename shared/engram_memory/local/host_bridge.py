@@ -6,8 +6,8 @@ handler API Gateway would invoke, so the host routes behave identically in both 
 API Gateway buffers (at most 10 MB of) a body before any Lambda runs; here nothing does, so
 the bridge reads a body only for a request bearing a valid maintainer token, and at most
 ``MAX_BODY_BYTES`` of it. Any other request reaches the handler without its body and gets
-the handler's own constant refusal (401/403/404), with ``Connection: close`` so the unread
-body is never consumed.
+the handler's own constant refusal (401/403/404); the listener then closes the connection
+(``local/listener.py``), so the unread body is never received.
 """
 
 from __future__ import annotations
@@ -79,14 +79,12 @@ def apigw_event(request: Request, body: bytes) -> dict[str, Any]:
     return event
 
 
-def _to_response(result: Any, close: bool) -> Response:
+def _to_response(result: Any) -> Response:
     if not isinstance(result, dict) or "statusCode" not in result:
         return JSONResponse(result)
     body = result.get("body") or ""
     raw = base64.b64decode(body) if result.get("isBase64Encoded") else str(body).encode("utf-8")
     headers = {str(k): str(v) for k, v in (result.get("headers") or {}).items()}
-    if close:
-        headers["connection"] = "close"
     return Response(raw, status_code=int(result["statusCode"]), headers=headers)
 
 
@@ -96,11 +94,6 @@ def _is_maintainer(request: Request, verifier: HostTokenVerifier) -> bool:
     except UntrustedContext:
         return False
     return True
-
-
-def _has_body(request: Request) -> bool:
-    return "transfer-encoding" in request.headers or request.headers.get(
-        "content-length", "0") != "0"
 
 
 async def capped_body(request: Request, limit: int = MAX_BODY_BYTES) -> bytes | None:
@@ -123,17 +116,15 @@ def host_routes(handler: LambdaHandler | None, verifier: HostTokenVerifier) -> l
         if handler is None:
             return JSONResponse({"message": "host routes unavailable"}, status_code=503)
         body = b""
-        unread = _has_body(request)
         if _is_maintainer(request, verifier):
             read = await capped_body(request)
             if read is None:
-                return JSONResponse({"error": TOO_LARGE}, status_code=413,
-                                    headers={"connection": "close"})
-            body, unread = read, False
+                return JSONResponse({"error": TOO_LARGE}, status_code=413)
+            body = read
         event = apigw_event(request, body)
         context = LocalLambdaContext("engram-host-api")
         result = await anyio.to_thread.run_sync(handler, event, context)
-        return _to_response(result, close=unread)
+        return _to_response(result)
 
     return [
         Route(HOST_PATH, endpoint, methods=_METHODS),

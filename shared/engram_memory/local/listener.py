@@ -8,6 +8,8 @@
 - A request carrying both ``Content-Length`` and ``Transfer-Encoding`` is refused with 400
   and the connection closed (RFC 9112 §6.1 lets a server reject it; its framing is
   ambiguous, the stuff of request smuggling). h11 would take the chunked framing.
+- A response sent before the request body was read (a refusal: 401, 413, …) closes the
+  connection, so a refused body is never received to its end.
 
 h11 already refuses malformed request lines and headers, conflicting ``Content-Length``
 values, a transfer coding other than ``chunked``, and a head larger than 16 KiB.
@@ -22,7 +24,7 @@ from typing import Any
 import h11
 import uvicorn
 from starlette.responses import PlainTextResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 HEADER_TIMEOUT_S = 10.0
@@ -100,8 +102,44 @@ class RefuseAmbiguousFraming:
         await self.app(scope, receive, send)
 
 
+class CloseWhenBodyUnread:
+    """ASGI middleware: a response sent before the request body was read closes the connection.
+
+    An app may answer without reading a body (401 on a host route, 413 over the cap): the
+    client would otherwise keep sending it, and uvicorn keep receiving it, to the end.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        """Wrap ``app``."""
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Track the body; add ``connection: close`` to an early response."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        body_done = (b"transfer-encoding" not in headers
+                     and headers.get(b"content-length", b"0") == b"0")
+
+        async def tracked_receive() -> Message:
+            nonlocal body_done
+            message = await receive()
+            body_done = body_done or not message.get("more_body", False)
+            return message
+
+        async def closing_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and not body_done:
+                headers = [*message.get("headers", []), (b"connection", b"close")]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, tracked_receive, closing_send)
+
+
 def listener_config(app: ASGIApp, *, log_level: str,
                     header_timeout_s: float = HEADER_TIMEOUT_S) -> uvicorn.Config:
     """How the local service runs uvicorn (h11, head deadline, framing refusal)."""
-    return uvicorn.Config(RefuseAmbiguousFraming(app), log_level=log_level, lifespan="on",
+    return uvicorn.Config(RefuseAmbiguousFraming(CloseWhenBodyUnread(app)),
+                          log_level=log_level, lifespan="on",
                           http=with_header_timeout(header_timeout_s))
