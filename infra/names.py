@@ -57,6 +57,7 @@ GATE_FAILURE_METRIC: Final = "error.gate_failed"
 ENV_FUNCTION_PREFIX: Final = "ENGRAM_FUNCTION_"  # mcp_endpoint, host_api: tool function names
 ENV_PAGE_CURSOR_SECRET_ARN: Final = "ENGRAM_PAGE_CURSOR_SECRET_ARN"  # noqa: S105 (a name)
 ENV_HOST_EVENT_BUS_NAME: Final = "ENGRAM_CONFIRMATION_EVENT_BUS"  # confirmation_notifier only
+ENV_ALLOWED_ORIGINS: Final = "ENGRAM_ALLOWED_ORIGINS"  # mcp_endpoint: browser origins (csv)
 
 # HTTP API routes.
 ROUTE_MCP: Final = "POST /mcp"

@@ -25,6 +25,10 @@ DEFAULT_TENANT = "example-tenant"
 _TENANT_ID = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,30}[a-z0-9])?$")
 _WORKSPACE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 _MODES = ("accept", "reject", "adjudicate")
+# A browser Origin exactly as sent: https://host[:port], or plain http on a loopback host.
+_ORIGIN = re.compile(
+    r"^(?:https://[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?"
+    r"|http://(?:localhost|127\.0\.0\.1|\[::1\]))(?::[0-9]{1,5})?$")
 _DAY_MS = 24 * 3600 * 1000
 
 
@@ -53,6 +57,7 @@ class TenantConfig:
     api_rate_limit: int = 50
     api_burst_limit: int = 100
     reserved_concurrency: dict[str, int] = field(default_factory=dict)
+    allowed_origins: tuple[str, ...] = ()
     account: str | None = None
     region: str | None = None
 
@@ -88,6 +93,7 @@ class TenantConfig:
             api_burst_limit=int(throttle.get("burst_limit", 100)),
             reserved_concurrency={str(k): int(v) for k, v in
                                   dict(raw.get("reserved_concurrency") or {}).items()},
+            allowed_origins=tuple(str(o) for o in raw.get("allowed_origins") or ()),
             account=raw.get("account") or None,
             region=raw.get("region") or None,
         )
@@ -127,6 +133,9 @@ class TenantConfig:
             problems.append(f"reserved_concurrency names unknown functions: {unknown}")
         if any(v < 1 for v in self.reserved_concurrency.values()):
             problems.append("reserved_concurrency values must be at least 1")
+        if not all(_ORIGIN.match(origin) for origin in self.allowed_origins):
+            problems.append("allowed_origins must be origins like https://app.example.com "
+                            "(no path, no wildcard; http only for localhost)")
         return problems
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from engram_memory.adapters.lambda_invoker import InvocationDeadline
 from engram_memory.adapters.stepfunctions.clients import gate_clients
 from engram_memory.gate.host_api import HostApi
 from engram_memory.gate.wiring import adjudication_invoker, build_host_api
@@ -22,6 +23,8 @@ from engram_memory.settings import Settings
 
 logger = Logger(service="engram-host-api")
 tracer = Tracer(service="engram-host-api")
+# The adjudication invoke waits no longer than this invocation has left.
+DEADLINE = InvocationDeadline()
 
 
 @cache
@@ -29,7 +32,7 @@ def _api() -> HostApi:
     """Built once per container, on first call."""
     settings = Settings.from_env()
     return build_host_api(settings, gate_clients(settings),
-                          adjudication_invoker(settings, os.environ))
+                          adjudication_invoker(settings, os.environ, DEADLINE))
 
 
 def reset_wiring() -> None:
@@ -42,5 +45,6 @@ def reset_wiring() -> None:
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """One HTTP API v2 event → one v2 response (Host/Origin checked first)."""
+    DEADLINE.bind(context.get_remaining_time_in_millis)
     refusal = event_refusal(event, security_for_event(event, os.environ))
     return refusal if refusal is not None else _api().handle(event)

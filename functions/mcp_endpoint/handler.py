@@ -16,7 +16,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger, Tracer
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from engram_memory.adapters.lambda_invoker import lambda_invoker_from_env
+from engram_memory.adapters.lambda_invoker import InvocationDeadline, lambda_invoker_from_env
 from engram_memory.mcp.apigw import call_asgi, public_base_url
 from engram_memory.mcp.host_context import HostTokenVerifier, verifier_from_settings
 from engram_memory.mcp.http_guard import security_for_event
@@ -31,6 +31,8 @@ from engram_memory.settings import Settings
 
 logger = Logger(service="engram-mcp-endpoint")
 tracer = Tracer(service="engram-mcp-endpoint")
+# Each tool invoke waits no longer than this invocation has left (one attempt).
+DEADLINE = InvocationDeadline()
 
 
 @cache
@@ -39,7 +41,8 @@ def _wiring() -> tuple[Settings, Any]:
     settings = Settings.from_env()
     verifier: HostTokenVerifier = verifier_from_settings(settings, time.time)
     invoker = lambda_invoker_from_env(
-        os.environ, region=settings.region, endpoint_url=settings.endpoint_url
+        os.environ, region=settings.region, endpoint_url=settings.endpoint_url,
+        deadline=DEADLINE,
     )
     endpoint = Endpoint(
         verifier=lambda: verifier, invoker=invoker, clock_ms=lambda: int(time.time() * 1000)
@@ -69,4 +72,5 @@ async def _handle(event: dict[str, Any]) -> dict[str, Any]:
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Serve one MCP HTTP request (both protocol eras) or the RFC 9728 metadata."""
+    DEADLINE.bind(context.get_remaining_time_in_millis)
     return asyncio.run(_handle(event))

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Final
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_apigatewayv2 as apigwv2
 from aws_cdk import aws_apigatewayv2_integrations as integrations
 from aws_cdk import aws_logs as logs
@@ -45,6 +45,32 @@ ACCESS_LOG_FIELDS: Final = {
 }
 
 
+# What a browser MCP client sends and must read (streamable HTTP transport, bearer auth).
+CORS_ALLOW_HEADERS: Final = ("authorization", "content-type", "accept", "mcp-protocol-version",
+                             "mcp-session-id", "last-event-id")
+CORS_EXPOSE_HEADERS: Final = ("mcp-session-id", "mcp-protocol-version", "www-authenticate")
+
+
+def cors_for(origins: tuple[str, ...]) -> apigwv2.CorsPreflightOptions | None:
+    """API Gateway's CORS answer for the tenant's browser origins (none: no CORS at all).
+
+    API Gateway answers the preflight itself and sets the CORS headers on every response;
+    the MCP endpoint checks the same list against ``Origin`` (ENGRAM_ALLOWED_ORIGINS).
+    Bearer tokens only, so no credentials mode.
+    """
+    if not origins:
+        return None
+    return apigwv2.CorsPreflightOptions(
+        allow_origins=list(origins),
+        # POST /mcp, and GET for the RFC 9728 metadata a browser client discovers first.
+        allow_methods=[apigwv2.CorsHttpMethod.GET, apigwv2.CorsHttpMethod.POST],
+        allow_headers=list(CORS_ALLOW_HEADERS),
+        expose_headers=list(CORS_EXPOSE_HEADERS),
+        allow_credentials=False,
+        max_age=Duration.minutes(10),
+    )
+
+
 class EngramApi(Construct):
     """One HTTP API with a throttled, access-logged ``$default`` stage."""
 
@@ -58,6 +84,7 @@ class EngramApi(Construct):
             api_name=f"engram-memory-{config.tenant_id}",
             description="engram-memory MCP connector",
             create_default_stage=False,
+            cors_preflight=cors_for(config.allowed_origins),
         )
         self.access_logs = logs.LogGroup(
             self, "AccessLogs",

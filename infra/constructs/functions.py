@@ -70,8 +70,9 @@ SPECS: Final = {
         FunctionSpec("mcp_endpoint", "MCP streamable HTTP endpoint (POST /mcp)", 29),
         FunctionSpec("host_api", "Host-only routes: confirmations and adjudication", 29),
         FunctionSpec("projector", "Stream projector: the lexical search index", 60),
+        # Two small writes per message; sized with the queue (infra/constructs/gate.py).
         FunctionSpec("confirmation_notifier", "Confirmation queue consumer: notifies the host",
-                     30, 256),
+                     10, 256),
         FunctionSpec("expiry_sweeper", "Scheduled sweep of expired records", 300),
     )
 }

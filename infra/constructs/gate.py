@@ -22,6 +22,7 @@ from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
+from infra.constructs.functions import SPECS
 from infra.constructs.retention import retention
 from infra.constructs.storage import CONFIRMATION_KEYS, table_statement
 from infra.package import REPO_ROOT
@@ -43,7 +44,19 @@ _INTEGRATIONS: Final = {
     "arn:aws:states:::sqs:sendMessage": ("sqs:SendMessage", "queue"),
     "arn:aws:states:::sqs:sendMessage.waitForTaskToken": ("sqs:SendMessage", "queue"),
 }
-NOTIFIER_TIMEOUT: Final = Duration.seconds(30)
+# A confirmation is decidable for at most this long (engram_memory.services.confirmation
+# MAX_TTL_SECONDS); the host must hear of it early in that window, so every delivery
+# attempt of its queue message happens inside it.
+DECISION_WINDOW_S: Final = 300
+NOTIFIER_TIMEOUT_S: Final = SPECS["confirmation_notifier"].timeout_s
+# A failed or timed-out notifier run hides its message this long. Lambda needs at least
+# the function timeout; AWS suggests 6x for throttled retries, but 6x would hide a request
+# for a minute per failure: 3x, and a duplicate delivery is harmless (the token store is
+# conditional, the notification names its confirmation).
+QUEUE_VISIBILITY_S: Final = 3 * NOTIFIER_TIMEOUT_S
+# Receives before the DLQ (AWS: at least 5 for a Lambda event source, so throttling alone
+# never parks a message); 5 x 30 s = 150 s, inside the decision window.
+NOTIFIER_RECEIVES: Final = 5
 
 
 def read_definition(path: Path = ASL_PATH) -> str:
@@ -98,11 +111,11 @@ class ConfirmationGate(Construct):
             self, "ConfirmationQueue",
             encryption=sqs.QueueEncryption.SQS_MANAGED,
             enforce_ssl=True,
-            # Six times the consumer timeout, as Lambda recommends for SQS event sources.
-            visibility_timeout=Duration.seconds(NOTIFIER_TIMEOUT.to_seconds() * 6),
+            visibility_timeout=Duration.seconds(QUEUE_VISIBILITY_S),
             # A confirmation lives at most 300 s; an older message is useless.
             retention_period=Duration.minutes(15),
-            dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=3),
+            dead_letter_queue=sqs.DeadLetterQueue(queue=dlq,
+                                                  max_receive_count=NOTIFIER_RECEIVES),
         )
         return dlq, queue
 

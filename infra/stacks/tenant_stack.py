@@ -76,6 +76,10 @@ class TenantStack(Stack):
             f"{names.ENV_FUNCTION_PREFIX}{tool.upper()}": functions.functions[tool].function_name
             for tool in names.TOOL_FUNCTIONS
         })
+        if self.config.allowed_origins:
+            # Browser MCP clients: the transport's Origin check (the API answers CORS).
+            functions.add_environment("mcp_endpoint", {
+                names.ENV_ALLOWED_ORIGINS: ",".join(self.config.allowed_origins)})
         functions.add_environment("host_api", {
             "ENGRAM_STATE_MACHINE_ARN": self.gate.state_machine.state_machine_arn,
             f"{names.ENV_FUNCTION_PREFIX}REQUEST_ADMISSION":
@@ -92,8 +96,9 @@ class TenantStack(Stack):
 
     def _build_triggers(self) -> sqs.Queue:
         fns = self.functions.functions
+        # One confirmation per invocation: a slow or failing one never delays another.
         fns["confirmation_notifier"].add_event_source(sources.SqsEventSource(
-            self.gate.queue, batch_size=10, report_batch_item_failures=True))
+            self.gate.queue, batch_size=1, report_batch_item_failures=True))
         projector_dlq = sqs.Queue(self, "ProjectorDlq",
                                   encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
                                   retention_period=Duration.days(14))

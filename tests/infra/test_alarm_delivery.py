@@ -34,8 +34,10 @@ def test_cloudwatch_may_publish_this_accounts_alarms_to_the_topic(
     assert as_list(allow["Resource"]) == [{"Ref": topic}]
     source_arn = allow["Condition"]["ArnLike"]["aws:SourceArn"]
     parts = source_arn["Fn::Join"][1]
-    assert parts[0] == "arn:" and ":cloudwatch:" in parts
-    assert {"Ref": "AWS::AccountId"} in parts and parts[-1] == ":alarm:*"
+    assert parts[0] == "arn:"
+    assert ":cloudwatch:" in parts
+    assert {"Ref": "AWS::AccountId"} in parts
+    assert parts[-1] == ":alarm:*"
     assert allow["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
 
 

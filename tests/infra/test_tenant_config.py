@@ -93,3 +93,20 @@ def test_the_audience_defaults_to_a_tenant_urn() -> None:
     host = {k: v for k, v in _example()["host"].items() if k != "audience"}
     config = TenantConfig.from_dict(_example() | {"host": host, "tenant_id": "acme"})
     assert config.audience == "urn:engram-memory:acme"
+
+
+@pytest.mark.parametrize("origins", [
+    ["https://agents.example.com"], ["https://agents.example.com:8443", "http://localhost:5173"],
+    ["http://127.0.0.1:3000"], []])
+def test_browser_origins_are_taken_as_written(origins: list[str]) -> None:
+    config = TenantConfig.from_dict(_example() | {"allowed_origins": origins})
+    assert config.allowed_origins == tuple(origins)
+
+
+@pytest.mark.parametrize("origin", [
+    "*", "https://*.example.com", "https://agents.example.com/", "https://agents.example.com/app",
+    "http://agents.example.com", "agents.example.com", "https://Agents.example.com",
+    "https://agents.example.com:*"])
+def test_an_origin_that_a_browser_never_sends_is_refused(origin: str) -> None:
+    with pytest.raises(ConfigError, match="allowed_origins"):
+        TenantConfig.from_dict(_example() | {"allowed_origins": [origin]})

@@ -28,6 +28,9 @@ class FakeLambdaContext:
     invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:engram-mcp-endpoint"
     aws_request_id: str = "req-1"
 
+    def get_remaining_time_in_millis(self) -> int:
+        return 29_000
+
 
 @pytest.fixture
 def handler(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
@@ -41,7 +44,8 @@ def handler(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    for name in ("ENGRAM_ALLOWED_HOSTS", "ENGRAM_RESOURCE_URL", "ENGRAM_FUNCTION_SEARCH"):
+    for name in ("ENGRAM_ALLOWED_HOSTS", "ENGRAM_ALLOWED_ORIGINS", "ENGRAM_RESOURCE_URL",
+                 "ENGRAM_FUNCTION_SEARCH"):
         monkeypatch.delenv(name, raising=False)
     spec = importlib.util.spec_from_file_location(
         "mcp_endpoint_handler_under_test", ROOT / "functions" / "mcp_endpoint" / "handler.py"
@@ -149,3 +153,17 @@ def test_a_header_that_is_not_latin_1_is_served(handler: ModuleType) -> None:
     status, body = call(handler, ev)
     assert status == 200
     assert body["result"]["serverInfo"]["name"] == "engram-memory"
+
+
+def test_a_browser_origin_is_served_only_when_the_stack_lists_it(
+        handler: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ENGRAM_ALLOWED_ORIGINS", "https://agents.example.com")
+    handler.reset_wiring()
+    listed = event("legacy_tools_list")
+    listed["headers"]["origin"] = "https://agents.example.com"
+    status, body = call(handler, listed)
+    assert status == 200
+    assert body["result"]["tools"]
+    other = event("legacy_tools_list")
+    other["headers"]["origin"] = "https://evil.example"
+    assert handler.lambda_handler(other, FakeLambdaContext())["statusCode"] == 403

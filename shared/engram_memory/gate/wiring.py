@@ -12,7 +12,11 @@ from typing import TYPE_CHECKING
 from engram_memory.adapters.dynamodb.confirmations import DynamoConfirmationStore
 from engram_memory.adapters.eventbridge import EventBridgeHostNotifier
 from engram_memory.adapters.inprocess_invoker import InProcessInvoker, default_functions_dir
-from engram_memory.adapters.lambda_invoker import ENV_PREFIX, lambda_invoker_from_env
+from engram_memory.adapters.lambda_invoker import (
+    ENV_PREFIX,
+    InvocationDeadline,
+    lambda_invoker_from_env,
+)
 from engram_memory.adapters.stepfunctions.clients import GateClients
 from engram_memory.adapters.stepfunctions.workflow import StepFunctionsConfirmationWorkflow
 from engram_memory.domain.context import Tool
@@ -66,7 +70,8 @@ def build_confirmation_service(settings: Settings, clients: GateClients) -> Conf
     )
 
 
-def adjudication_invoker(settings: Settings, env: Mapping[str, str]) -> ToolInvoker:
+def adjudication_invoker(settings: Settings, env: Mapping[str, str],
+                         deadline: InvocationDeadline | None = None) -> ToolInvoker:
     """How the host API reaches request_admission (the only function that may Decrypt).
 
     ``lambda:Invoke`` of the function the stack names; only that one function, even by
@@ -79,7 +84,7 @@ def adjudication_invoker(settings: Settings, env: Mapping[str, str]) -> ToolInvo
         return InProcessInvoker(default_functions_dir())
     only_admission = {ADMISSION_FUNCTION_ENV: name} if name else {}
     return lambda_invoker_from_env(only_admission, region=settings.region,
-                                   endpoint_url=settings.endpoint_url)
+                                   endpoint_url=settings.endpoint_url, deadline=deadline)
 
 
 def build_host_api(settings: Settings, clients: GateClients, invoker: ToolInvoker) -> HostApi:

@@ -138,8 +138,8 @@ def test_lambda_invoke_sends_the_event_and_returns_the_envelope() -> None:
             {"FunctionName": "fn-search", "InvocationType": "RequestResponse",
              "Payload": json.dumps(event).encode()},
         )
-        assert LambdaInvoker(client, {Tool.SEARCH: "fn-search"}).invoke(Tool.SEARCH, event) \
-            == envelope
+        invoker = LambdaInvoker(lambda _timeout: client, {Tool.SEARCH: "fn-search"})
+        assert invoker.invoke(Tool.SEARCH, event) == envelope
 
 
 def test_a_refused_invoke_is_store_unavailable() -> None:
@@ -147,7 +147,7 @@ def test_a_refused_invoke_is_store_unavailable() -> None:
     with Stubber(client) as stub:
         stub.add_client_error("invoke", "TooManyRequestsException")
         with pytest.raises(StoreUnavailable):
-            LambdaInvoker(client, {Tool.CAPTURE: "fn"}).invoke(Tool.CAPTURE, {})
+            LambdaInvoker(lambda _timeout: client, {Tool.CAPTURE: "fn"}).invoke(Tool.CAPTURE, {})
 
 
 def test_a_crashed_mutating_function_is_mutation_outcome_unknown() -> None:
@@ -156,7 +156,7 @@ def test_a_crashed_mutating_function_is_mutation_outcome_unknown() -> None:
         stub.add_response("invoke", {"StatusCode": 200, "FunctionError": "Unhandled",
                                      "Payload": io.BytesIO(b'{"errorMessage":"x"}')})
         with pytest.raises(MutationOutcomeUnknown):
-            LambdaInvoker(client, {Tool.CAPTURE: "fn"}).invoke(Tool.CAPTURE, {})
+            LambdaInvoker(lambda _timeout: client, {Tool.CAPTURE: "fn"}).invoke(Tool.CAPTURE, {})
 
 
 class BrokenStream:
@@ -170,7 +170,7 @@ def invoke_with_broken_payload(tool: Tool) -> None:
     client = lambda_client()
     with Stubber(client) as stub:
         stub.add_response("invoke", {"StatusCode": 200, "Payload": BrokenStream()})
-        LambdaInvoker(client, {tool: "fn"}).invoke(tool, {})
+        LambdaInvoker(lambda _timeout: client, {tool: "fn"}).invoke(tool, {})
 
 
 def test_a_mutations_answer_lost_in_transit_is_mutation_outcome_unknown() -> None:
@@ -189,12 +189,12 @@ def test_a_timed_out_read_is_store_unavailable_not_unknown() -> None:
             raise ReadTimeoutError(endpoint_url="https://lambda")
 
     with pytest.raises(StoreUnavailable):
-        LambdaInvoker(TimingOut(), {Tool.SEARCH: "fn"}).invoke(Tool.SEARCH, {})  # type: ignore[arg-type]
+        LambdaInvoker(lambda _timeout: TimingOut(), {Tool.SEARCH: "fn"}).invoke(Tool.SEARCH, {})  # type: ignore[arg-type]
 
 
 def test_an_unconfigured_function_is_store_unavailable() -> None:
     with pytest.raises(StoreUnavailable):
-        LambdaInvoker(lambda_client(), {}).invoke(Tool.SEARCH, {})
+        LambdaInvoker(lambda _timeout: lambda_client(), {}).invoke(Tool.SEARCH, {})
 
 
 def test_the_in_process_invoker_calls_the_handler_file_with_a_json_copy(tmp_path: Path) -> None:
