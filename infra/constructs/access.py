@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from aws_cdk import aws_iam as iam
 
+from infra.constructs.keys import STREAM_READ_SERVICES
 from infra.constructs.storage import (
     READ,
     TRANSACT_WRITE,
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from infra.constructs.keys import TenantKeys
     from infra.constructs.storage import TenantStorage
 
+TASK_TOKEN_ACTIONS = ("states:SendTaskSuccess", "states:SendTaskFailure")
 _GET_AND_DELETE = ("dynamodb:GetItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem")
 # What DynamoRecordReader.mark_projection_complete touches: the key and one attribute.
 PROJECTOR_MAIN_ATTRIBUTES = ("pk", "sk", "projection_invalidation")
@@ -111,8 +113,10 @@ class AccessGrants:
         self._add(
             role,
             iam.PolicyStatement(actions=["states:StartExecution"], resources=[machine]),
-            iam.PolicyStatement(actions=["states:SendTaskSuccess", "states:SendTaskFailure"],
-                                resources=[machine]),
+            # The task token is the capability (only CONF# items hold it, and only this
+            # gate's). Resource "*": AWS does not settle whether these actions take the
+            # state machine's ARN (docs/deploy.md, "Two grants AWS does not settle").
+            iam.PolicyStatement(actions=list(TASK_TOKEN_ACTIONS), resources=["*"]),
             self._main("host_api", ("dynamodb:GetItem", "dynamodb:UpdateItem")),
             self._keys.storage_statement(write=True),
             # Adjudication runs in request_admission, the one function that may Decrypt.
@@ -141,7 +145,9 @@ class AccessGrants:
                         PROJECTOR_MAIN_ATTRIBUTES)},
                     "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},
                 }),
-            self._keys.storage_statement(write=True),
+            # Reads (stream records, record items) and the marker write, through either
+            # DynamoDB endpoint.
+            self._keys.storage_statement(write=True, services=STREAM_READ_SERVICES),
         )
 
     def _grant_confirmation_notifier(self, role: iam.IRole) -> None:

@@ -69,7 +69,8 @@ SPECS: Final = {
         FunctionSpec("forget", "engram_memory_forget: tombstone an admitted record", 15),
         FunctionSpec("mcp_endpoint", "MCP streamable HTTP endpoint (POST /mcp)", 29),
         FunctionSpec("host_api", "Host-only routes: confirmations and adjudication", 29),
-        FunctionSpec("projector", "Stream projector: the lexical search index", 60),
+        # A timeout fails (and bisects) the whole batch: room for its largest records.
+        FunctionSpec("projector", "Stream projector: the lexical search index", 300),
         # Two small writes per message; sized with the queue (infra/constructs/gate.py).
         FunctionSpec("confirmation_notifier", "Confirmation queue consumer: notifies the host",
                      10, 256),

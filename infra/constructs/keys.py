@@ -29,6 +29,11 @@ KEY_ADMIN_ACTIONS = (
 )
 
 
+# Stream records are encrypted with the table's key. AWS documents that, but not which
+# kms:ViaService value a stream read carries (the Streams endpoint is streams.dynamodb.*):
+# the stream reader accepts both, the form that cannot be denied (docs/deploy.md).
+STREAM_READ_SERVICES = ("dynamodb", "streams.dynamodb")
+
 # The encryption context of a candidate (engram_memory.domain.records.encryption_context).
 CONTEXT_KEYS = ("tenant", "workspace", "candidate_id")
 
@@ -110,14 +115,16 @@ class TenantKeys(Construct):
             actions=[action], resources=[self.tenant_key.key_arn], conditions=conditions,
         ))
 
-    def storage_statement(self, *, write: bool, service: str = "dynamodb") -> iam.PolicyStatement:
-        """Use of the storage key through one AWS service only (``kms:ViaService``)."""
+    def storage_statement(self, *, write: bool,
+                          services: tuple[str, ...] = ("dynamodb",)) -> iam.PolicyStatement:
+        """Use of the storage key through the named AWS services only (``kms:ViaService``)."""
         actions = ["kms:Decrypt", "kms:DescribeKey"]
         if write:
             actions += ["kms:Encrypt", "kms:GenerateDataKey"]
         region = Stack.of(self).region
+        via = [f"{service}.{region}.amazonaws.com" for service in services]
         return iam.PolicyStatement(
             actions=actions,
             resources=[self.storage_key.key_arn],
-            conditions={"StringEquals": {"kms:ViaService": f"{service}.{region}.amazonaws.com"}},
+            conditions={"StringEquals": {"kms:ViaService": via[0] if len(via) == 1 else via}},
         )

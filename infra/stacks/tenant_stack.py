@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from infra.tenant_config import TenantConfig
 
 
+# A large record costs one TransactWriteItems per 25 distinct terms, one after another:
+# 10 records per batch keep a batch far inside the projector's timeout (functions.py).
+PROJECTOR_BATCH_SIZE = 10
+
+
 class TenantStack(Stack):
     """Everything one tenant needs; nothing shared with another tenant's stack."""
 
@@ -105,13 +110,16 @@ class TenantStack(Stack):
         stream_arn = self.storage.main.table_stream_arn
         assert stream_arn is not None
         # Records of one key stay in order (one batch per shard at a time); a poison batch
-        # is bisected, then parked in the DLQ for a replay after the fix.
+        # is bisected, retried, then its batch metadata (shard, sequence range; never the
+        # records, which the stream drops after 24 h) goes to the DLQ as the alarm's
+        # evidence. Recovery is a rebuild from the main table: python -m
+        # engram_memory.reproject (docs/deploy.md).
         lambda_.EventSourceMapping(
             self, "ProjectorStream",
             target=fns["projector"],
             event_source_arn=stream_arn,
             starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-            batch_size=100,
+            batch_size=PROJECTOR_BATCH_SIZE,
             parallelization_factor=1,
             bisect_batch_on_error=True,
             retry_attempts=10,

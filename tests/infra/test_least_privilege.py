@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
 import re
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from infra.constructs.access import TASK_TOKEN_ACTIONS
 from infra.names import (
     FUNCTIONS,
     KEY_TABLE_PARTITIONS,
@@ -39,6 +41,9 @@ WRITE_ACTIONS = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem
 DATA_SERVICES = ("dynamodb:", "kms:", "sqs:", "states:", "lambda:", "secretsmanager:",
                  "events:", "sns:")
 METADATA_ONLY = {"dynamodb:ListStreams"}
+# Act on a task token, which is the capability (docs/deploy.md, "Two grants AWS does not
+# settle"); granted on "*" in a statement of their own.
+TOKEN_ONLY = set(TASK_TOKEN_ACTIONS)
 
 
 def _lid(synthesized: Synthesized, cfn_type: str, part: str) -> str:
@@ -146,7 +151,8 @@ def test_no_statement_grants_a_wildcard_action(synthesized: Synthesized) -> None
 def test_no_data_statement_has_a_wildcard_resource(synthesized: Synthesized) -> None:
     for lid, r in synthesized.resources("AWS::IAM::Policy").items():
         for s in r["Properties"]["PolicyDocument"]["Statement"]:
-            data = {a for a in actions(s) if a.startswith(DATA_SERVICES)} - METADATA_ONLY
+            data = ({a for a in actions(s) if a.startswith(DATA_SERVICES)}
+                    - METADATA_ONLY - TOKEN_ONLY)
             if data:
                 assert "*" not in as_list(s["Resource"]), (lid, sorted(data))
 
@@ -177,8 +183,11 @@ def test_host_api_drives_the_gate_and_delegates_adjudication_to_admission(
     machine = _lid(synthesized, "AWS::StepFunctions::StateMachine", "ConfirmationGate")
     statements = statements_of_role(template, role_of(template, "host_api"))
     by_action = {a: s for s in statements for a in actions(s)}
-    for action in ("states:StartExecution", "states:SendTaskSuccess", "states:SendTaskFailure"):
-        assert by_action[action]["Resource"] == {"Ref": machine}
+    assert by_action["states:StartExecution"]["Resource"] == {"Ref": machine}
+    (token,) = [s for s in statements if actions(s) & TOKEN_ONLY]
+    assert actions(token) == TOKEN_ONLY
+    assert token["Resource"] == "*"
+    assert "Condition" not in token
     invoke = by_action["lambda:InvokeFunction"]["Resource"]
     assert as_list(invoke) == [
         {"Fn::GetAtt": [function_logical_ids(template)["request_admission"], "Arn"]}]
@@ -404,3 +413,18 @@ def test_the_projectors_one_main_table_write_fits_its_attribute_condition() -> N
 
 def test_capture_only_puts_wrapped_keys_and_never_reads_one(synthesized: Synthesized) -> None:
     assert _granted_on(synthesized, "capture", "KeyTable") == {"dynamodb:PutItem"}
+
+
+def test_the_projector_may_decrypt_through_either_dynamodb_endpoint(
+        synthesized: Synthesized) -> None:
+    # The stream reader's KMS use: both kms:ViaService values (docs/deploy.md).
+    storage_key = _lid(synthesized, "AWS::KMS::Key", "StorageKey")
+    statements = statements_of_role(synthesized.template,
+                                    role_of(synthesized.template, "projector"))
+    (key,) = [s for s in statements if refers_to(s["Resource"], storage_key)]
+    via = as_list(key["Condition"]["StringEquals"]["kms:ViaService"])
+    assert len(via) == 2
+    joined = [json.dumps(v) for v in via]
+    assert any('"dynamodb.' in v for v in joined)
+    assert any('"streams.dynamodb.' in v for v in joined)
+    assert "kms:Decrypt" in actions(key)

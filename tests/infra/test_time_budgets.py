@@ -63,3 +63,11 @@ def test_a_tool_invoke_fits_inside_the_endpoint_and_the_endpoint_inside_the_api(
             # a tool that runs to its own timeout still answers inside it.
             assert _timeout_s(synthesized, callee) + CONNECT_TIMEOUT_S + RESPONSE_MARGIN_S \
                 <= budget, callee
+
+
+def test_a_projector_batch_has_room_for_its_largest_records(synthesized: Synthesized) -> None:
+    mapping = _mapping_of(synthesized, "projector")
+    # Budget per record of the batch: a record of ~2,500 distinct terms needs 100
+    # transactions of 25 terms, one after another.
+    assert _timeout_s(synthesized, "projector") / mapping["BatchSize"] >= 30
+    assert mapping["ParallelizationFactor"] == 1  # one batch per shard: per-key order

@@ -1,0 +1,132 @@
+"""Rebuild the search projection from the main table: the recovery path after a projector outage.
+
+A stream record is only a trigger for the projector: it re-reads the record item and
+reconciles (docs/search.md, "Projector"). So recovering records the stream no longer holds
+(stream records live 24 h; the projector DLQ keeps only batch metadata) is: list the record
+keys of the main table and hand them to the very same projector handler as stream records
+that carry keys and no images. Idempotent: run it as often as needed.
+
+``python -m engram_memory.reproject --function <projector function name>`` scans the main
+table (``ENGRAM_TABLE_NAME``; keys only) with the operator's credentials and invokes the
+deployed projector; ``--in-process`` runs ``functions/projector/handler.py`` here instead
+(the local service, tests). It prints counts, never keys or content.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import boto3
+
+from engram_memory.adapters.inprocess_invoker import (
+    LocalLambdaContext,
+    default_functions_dir,
+    load_handler,
+)
+from engram_memory.services.projection import RECORD_PREFIX, SCOPE_PREFIX, record_key
+
+BATCH_SIZE = 10  # as the stream event source mapping delivers them (infra/stacks)
+Projector = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def record_keys(client: Any, table: str, *, workspace: str | None = None
+                ) -> Iterator[tuple[str, str]]:
+    """``(pk, sk)`` of every record item (``SCOPE#…`` / ``REC#{id}``), keys only."""
+    kwargs: dict[str, Any] = {
+        "TableName": table,
+        "ProjectionExpression": "pk, sk",
+        "FilterExpression": "begins_with(pk, :scope) AND begins_with(sk, :rec)",
+        "ExpressionAttributeValues": {":scope": {"S": SCOPE_PREFIX},
+                                      ":rec": {"S": RECORD_PREFIX}},
+    }
+    for page in client.get_paginator("scan").paginate(**kwargs):
+        for item in page.get("Items", []):
+            pk, sk = item["pk"]["S"], item["sk"]["S"]
+            key = record_key(pk, sk)
+            if key is not None and (workspace is None or key.scope.workspace_id == workspace):
+                yield pk, sk
+
+
+def stream_events(keys: Iterable[tuple[str, str]], batch_size: int = BATCH_SIZE
+                  ) -> Iterator[dict[str, Any]]:
+    """Projector events: stream-shaped records carrying only the keys."""
+    batch: list[dict[str, Any]] = []
+    for n, (pk, sk) in enumerate(keys):
+        batch.append({
+            "eventID": f"reproject-{n}",
+            "eventName": "MODIFY",
+            "eventSource": "aws:dynamodb",
+            "dynamodb": {"Keys": {"pk": {"S": pk}, "sk": {"S": sk}},
+                         "SequenceNumber": str(n), "StreamViewType": "KEYS_ONLY"},
+        })
+        if len(batch) == batch_size:
+            yield {"Records": batch}
+            batch = []
+    if batch:
+        yield {"Records": batch}
+
+
+def reproject(keys: Iterable[tuple[str, str]], projector: Projector) -> tuple[int, int]:
+    """Feed every key to the projector; ``(records sent, records it reported failed)``."""
+    sent = failed = 0
+    for event in stream_events(keys):
+        sent += len(event["Records"])
+        failed += len(projector(event).get("batchItemFailures", []))
+    return sent, failed
+
+
+def lambda_projector(function: str, client: Any) -> Projector:
+    """The deployed projector, invoked synchronously."""
+
+    def invoke(event: dict[str, Any]) -> dict[str, Any]:
+        response = client.invoke(FunctionName=function, InvocationType="RequestResponse",
+                                 Payload=json.dumps(event).encode("utf-8"))
+        answer = json.loads(response["Payload"].read() or b"{}")
+        if response.get("FunctionError") or not isinstance(answer, dict):
+            return {"batchItemFailures": event["Records"]}
+        return answer
+
+    return invoke
+
+
+def in_process_projector() -> Projector:
+    """``functions/projector/handler.py`` in this process (local service, tests)."""
+    handler = load_handler(default_functions_dir(), "projector")
+    if handler is None:
+        raise SystemExit("functions/projector/handler.py not found")
+
+    def call(event: dict[str, Any]) -> dict[str, Any]:
+        answer: dict[str, Any] = handler(event, LocalLambdaContext("projector"))
+        return answer
+
+    return call
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m engram_memory.reproject``."""
+    parser = argparse.ArgumentParser(prog="python -m engram_memory.reproject",
+                                     description=__doc__.splitlines()[0])
+    target = parser.add_mutually_exclusive_group(required=True)
+    target.add_argument("--function", help="the deployed projector (name or ARN)")
+    target.add_argument("--in-process", action="store_true",
+                        help="run functions/projector/handler.py in this process")
+    parser.add_argument("--workspace", help="only this workspace's records")
+    args = parser.parse_args(argv)
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    endpoint = os.environ.get("ENGRAM_AWS_ENDPOINT_URL") or None
+    dynamodb = boto3.client("dynamodb", region_name=region, endpoint_url=endpoint)
+    projector = (in_process_projector() if args.in_process else lambda_projector(
+        args.function, boto3.client("lambda", region_name=region, endpoint_url=endpoint)))
+    keys = record_keys(dynamodb, os.environ["ENGRAM_TABLE_NAME"], workspace=args.workspace)
+    sent, failed = reproject(keys, projector)
+    print(f"records sent to the projector: {sent}; reported failed: {failed}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
