@@ -23,7 +23,7 @@ from engram_memory.adapters.lambda_invoker import (
 from engram_memory.domain.context import Tool
 from engram_memory.domain.errors import MutationOutcomeUnknown, StoreUnavailable
 
-SLOW_ANSWER_S = 3.0
+SLOW_ANSWER_S = 6.0
 
 
 class SlowLambda(BaseHTTPRequestHandler):
@@ -80,8 +80,8 @@ def test_a_late_tool_answer_is_waited_for_once_within_the_time_left(slow_lambda:
     with pytest.raises(MutationOutcomeUnknown):
         invoker.invoke(Tool.CAPTURE, {"tool": "capture"})
     waited = time.monotonic() - started
-    # The 1 s read timeout: not the late answer (3 s), not a second 1 s attempt.
-    assert 1.0 <= waited < SLOW_ANSWER_S - 0.5
+    # Gave up at the 1 s read timeout (slack for a loaded machine), not at the late answer.
+    assert 1.0 <= waited < SLOW_ANSWER_S - 2
     assert len(SlowLambda.received) == 1  # never retried
 
 
