@@ -139,7 +139,7 @@ def load(corpus: Corpus, start: int, stop: int, dynamodb: Any) -> None:
             analyzed.append((analyze(record_document(record.record_id, record.view)),
                              record.record_digest))
         writer.batch_write_item(RequestItems={settings.table_name: puts})
-    projection.bulk_load(scope, analyzed)
+    projection.bulk_load(scope, analyzed, watermark=stop)
     dynamodb.put_item(TableName=settings.table_name, Item={
         "pk": {"S": items.journal_pk(scope)}, "sk": {"S": items.HEAD_SK},
         "cursor": {"N": str(stop)}, "event_digest": {"S": "sha256:" + "0" * 64},

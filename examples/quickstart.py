@@ -75,14 +75,11 @@ async def run(url: str, token: str, purpose: str, mode: str) -> str:
             "idempotency_key": "quickstart-admit-" + secrets.token_hex(8),
         })
         record_id = str(admitted["outcome"]["record_id"])
-        for _ in range(50):  # the projector consumes the table's stream asynchronously
-            found = await call(client, "engram_memory_search",
-                               {"query": "release branch smoke suite", "purpose_ref": purpose})
-            if any(p["record"]["record_id"] == record_id for p in found["records"]):
-                break
-            await asyncio.sleep(0.2)
-        else:
-            raise SystemExit("the admitted record never became searchable")
+        # Search sees its writes at once: no wait, no retry (docs/search.md).
+        found = await call(client, "engram_memory_search",
+                           {"query": "release branch smoke suite", "purpose_ref": purpose})
+        if not any(p["record"]["record_id"] == record_id for p in found["records"]):
+            raise SystemExit("the admitted record was not in the first search")
         got = await call(client, "engram_memory_get",
                          {"record_id": record_id, "purpose_ref": purpose})
         return str(got["record"]["record_id"])

@@ -28,10 +28,12 @@ FUNCTIONS: Final = (
 
 # The partition-key families (docs/storage.md) each function may touch in the main table:
 # every one of its main-table item statements carries ``ForAllValues:StringLike
-# dynamodb:LeadingKeys`` with exactly these (IAM authorizes each element of a
+# dynamodb:LeadingKeys`` with these (a statement may be fenced narrower; together they
+# cover exactly these) (IAM authorizes each element of a
 # TransactWriteItems as its own item action, so the fence holds inside transactions too).
 # tests/reliability/test_partition_fences.py runs each function on moto and checks that
 # what it touches is inside its fence and that it uses every family it is given.
+PROJECTOR_WRITE_PARTITIONS: Final = ("SCOPE#*",)
 MAIN_TABLE_PARTITIONS: Final[dict[str, tuple[str, ...]]] = {
     "search": ("SCOPE#*", "JOURNAL#*"),
     "get": ("SCOPE#*", "JOURNAL#*"),
@@ -40,7 +42,9 @@ MAIN_TABLE_PARTITIONS: Final[dict[str, tuple[str, ...]]] = {
     "withdraw": ("IDEM#*", "JOURNAL#*", "SCOPE#*", "CONF#*"),
     "forget": ("IDEM#*", "JOURNAL#*", "SCOPE#*", "CONF#*"),
     "expiry_sweeper": ("IDEM#*", "JOURNAL#*", "SCOPE#*", "EXPIRY#*"),
-    "projector": ("SCOPE#*",),
+    # Reads records (SCOPE#) and the journal events it advances the watermark over
+    # (JOURNAL#); its one write, projection_invalidation, is fenced to SCOPE# alone.
+    "projector": ("SCOPE#*", "JOURNAL#*"),
     "host_api": ("CONF#*",),
     "confirmation_notifier": ("CONF#*",),
 }

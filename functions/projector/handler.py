@@ -1,6 +1,7 @@
 """The projector Lambda: main-table stream batch → lexical projection, partial failures.
 
-Only record items (``SCOPE#…`` / ``REC#{id}``) are looked at; candidates and their sealed
+Only record items (``SCOPE#…`` / ``REC#{id}``) and journal events (``JOURNAL#…`` /
+``EV#{cursor}``, which advance the watermark) are looked at; candidates and their sealed
 blobs are skipped by key before any image is decoded, so pending content never reaches the
 projection, a log line or a trace. The local stream pump feeds this very handler.
 """
@@ -20,7 +21,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from engram_memory import bootstrap
 from engram_memory.domain.errors import EngramError, StoreUnavailable
-from engram_memory.services.projection import record_key, records_in_images
+from engram_memory.services.projection import event_key, record_key, records_in_images
 
 logger = Logger(service="engram-projector")
 tracer = Tracer(service="engram-projector")
@@ -37,9 +38,15 @@ def record_handler(record: DynamoDBRecord) -> None:
         return
     keys = change.keys or {}
     key = record_key(keys.get("pk"), keys.get("sk"))
-    if key is None:
+    event = event_key(keys.get("pk"), keys.get("sk"))
+    if key is None and event is None:
         return
     try:
+        if event is not None:
+            # The key alone says which event: no image is decoded.
+            bootstrap.projection_service().catch_up(event.scope, event.cursor)
+            return
+        assert key is not None
         images = [image for image in (change.old_image, change.new_image) if image]
         bootstrap.projection_service().reconcile(key, records_in_images(images))
     except EngramError:

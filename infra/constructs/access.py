@@ -20,7 +20,12 @@ from infra.constructs.storage import (
     stream_statements,
     table_statement,
 )
-from infra.names import KEY_TABLE_PARTITIONS, MAIN_TABLE_PARTITIONS, TOOL_FUNCTIONS
+from infra.names import (
+    KEY_TABLE_PARTITIONS,
+    MAIN_TABLE_PARTITIONS,
+    PROJECTOR_WRITE_PARTITIONS,
+    TOOL_FUNCTIONS,
+)
 
 if TYPE_CHECKING:
     from aws_cdk import aws_secretsmanager as secretsmanager
@@ -131,8 +136,9 @@ class AccessGrants:
             table_statement(self._storage.projection, (
                 *READ, "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
                 "dynamodb:BatchWriteItem")),
-            # Reads record items and their parts (DynamoRecordReader: BatchGetItem) ...
-            self._main("projector", ("dynamodb:GetItem", "dynamodb:BatchGetItem")),
+            # Reads record items and their parts (DynamoRecordReader: BatchGetItem) and the
+            # journal events between the watermark and an event's cursor (Query) ...
+            self._main("projector", READ),
             # ... and marks projection_invalidation complete after a forget: that attribute
             # of a SCOPE# item and nothing else, so a stream-fed function cannot, say, flip
             # a CONF# confirmation to approved or rewrite a record's state.
@@ -140,7 +146,7 @@ class AccessGrants:
                 actions=["dynamodb:UpdateItem"], resources=[self._storage.main.table_arn],
                 conditions={
                     "ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(
-                        MAIN_TABLE_PARTITIONS["projector"])},
+                        PROJECTOR_WRITE_PARTITIONS)},
                     "ForAllValues:StringEquals": {"dynamodb:Attributes": list(
                         PROJECTOR_MAIN_ATTRIBUTES)},
                     "StringEqualsIfExists": {"dynamodb:ReturnValues": ["NONE"]},

@@ -33,6 +33,7 @@ from engram_memory.services.policy import AssertedEvidenceVerifier, SettingsAdmi
 from engram_memory.services.projection import ProjectionService
 from engram_memory.services.redaction import Redactor
 from engram_memory.services.search import SearchService
+from engram_memory.services.search_tail import DEFAULT_TAIL_BOUND
 from engram_memory.services.withdraw import WithdrawService
 from engram_memory.settings import Settings
 
@@ -178,7 +179,7 @@ def search_service() -> SearchService:
                            DEFAULT_POSTINGS_PER_TERM)
     return SearchService(_record_reader(), _projection_store(), _port("clock", SystemClock()),
                          PageCursorCodec(page_cursor_secret()), Redactor(s.redaction_allowlist),
-                         config)
+                         config, tail_bound=s.search_tail_bound or DEFAULT_TAIL_BOUND)
 
 
 @cache

@@ -44,6 +44,9 @@ class Settings:
     # Search reads at most this many postings per query term, highest impact first (0 =
     # the ranking profile's default; docs/search.md).
     search_postings_per_term: int = 0
+    # Journal events a search merges past the projection's watermark before it answers
+    # PROJECTION_STALE (0 = services.search_tail.DEFAULT_TAIL_BOUND; docs/search.md).
+    search_tail_bound: int = 0
     state_machine_arn: str = ""
     confirmation_queue_url: str = ""
     endpoint_url: str | None = None  # local mode: the moto server
@@ -75,6 +78,7 @@ class Settings:
             page_cursor_secret=e.get("ENGRAM_PAGE_CURSOR_SECRET", ""),
             page_cursor_secret_arn=e.get("ENGRAM_PAGE_CURSOR_SECRET_ARN", ""),
             search_postings_per_term=int(e.get("ENGRAM_SEARCH_POSTINGS_PER_TERM", "0") or "0"),
+            search_tail_bound=int(e.get("ENGRAM_SEARCH_TAIL_BOUND", "0") or "0"),
             state_machine_arn=e.get("ENGRAM_STATE_MACHINE_ARN", ""),
             confirmation_queue_url=e.get("ENGRAM_CONFIRMATION_QUEUE_URL", ""),
             endpoint_url=e.get("ENGRAM_AWS_ENDPOINT_URL") or None,

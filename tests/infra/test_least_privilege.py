@@ -348,28 +348,35 @@ def test_every_item_statement_is_fenced_to_its_functions_partition_families(
               _lid(synthesized, "AWS::DynamoDB::Table", "KeyTable"): None}
     fenced = set()
     for name, statements in statements_by_function(synthesized.template).items():
-        for s in statements:
-            for table, by_function in fences.items():
+        for table, by_function in fences.items():
+            expected = by_function.get(name, ()) if by_function else KEY_TABLE_PARTITIONS
+            covered: set[str] = set()
+            for s in statements:
                 if {"Fn::GetAtt": [table, "Arn"]} not in as_list(s["Resource"]):
                     continue
-                expected = by_function[name] if by_function else KEY_TABLE_PARTITIONS
-                assert s["Condition"]["ForAllValues:StringLike"] == {
-                    "dynamodb:LeadingKeys": list(expected)}, name
+                # A statement may be fenced narrower (the projector's one write), never wider.
+                keys = s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"]
+                assert set(as_list(keys)) <= set(expected), name
+                covered |= set(as_list(keys))
                 fenced.add(name)
+            assert not covered or covered == set(expected), name
     assert fenced == set(FUNCTIONS) - {"mcp_endpoint"}
 
 
-def test_the_projector_touches_only_record_partitions_of_the_main_table(
+def test_the_projector_reads_records_and_journal_and_writes_only_record_partitions(
         synthesized: Synthesized) -> None:
     main = _lid(synthesized, "AWS::DynamoDB::Table", "MainTable")
     # Item statements only: the stream statements name the table's StreamArn instead.
     statements = [s for s in statements_by_function(synthesized.template)["projector"]
                   if {"Fn::GetAtt": [main, "Arn"]} in as_list(s["Resource"])]
     assert statements
-    for s in statements:
-        assert s["Condition"]["ForAllValues:StringLike"] == {
-            "dynamodb:LeadingKeys": ["SCOPE#*"]}
     updates = [s for s in statements if "dynamodb:UpdateItem" in actions(s)]
+    for s in statements:
+        # It reads records and journal events; it writes nothing on the journal.
+        fence = ["SCOPE#*"] if s in updates else ["SCOPE#*", "JOURNAL#*"]
+        assert s["Condition"]["ForAllValues:StringLike"] == {"dynamodb:LeadingKeys": fence}
+        if s not in updates:
+            assert actions(s) <= _READ_ACTIONS
     assert len(updates) == 1
     assert actions(updates[0]) == {"dynamodb:UpdateItem"}
     assert updates[0]["Condition"]["ForAllValues:StringEquals"] == {

@@ -118,9 +118,28 @@ def drain(settings: Settings) -> int:
             return total
 
 
+def catch_up_watermarks(settings: Settings) -> None:
+    """Bring each configured workspace's watermark to its journal head.
+
+    A ``--data-dir`` saved before watermarks existed has none; its stream is not replayed
+    on restart, so without this a workspace with a long journal would answer
+    PROJECTION_STALE until its next write.
+    """
+    from engram_memory import bootstrap
+    from engram_memory.domain.context import Scope
+
+    service = bootstrap.projection_service()
+    for workspace in settings.workspace_ids:
+        service.catch_up_to_head(Scope(settings.tenant_id, workspace))
+
+
 def run_projector_pump(settings: Settings, stop_event: threading.Event,
                        poll_interval_s: float = 0.2) -> None:
     """Poll the stream until ``stop_event`` is set (the local service runs it in a thread)."""
+    try:
+        catch_up_watermarks(settings)
+    except Exception as exc:  # the stream's next events retry the same catch-up
+        logger.warning("watermark catch-up failed: %s", type(exc).__name__)
     pump = pump_for(settings)
     while not stop_event.is_set():
         try:

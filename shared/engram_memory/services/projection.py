@@ -6,6 +6,13 @@ reordering converge on the same index. Only ``REC#`` items in ``accepted_current
 indexed; every other state (or a deleted item) removes the record's postings and then
 marks ``projection_invalidation = complete`` on the record item.
 
+Watermark: a journal event is the second trigger. :meth:`ProjectionService.catch_up`
+applies every event between the scope's watermark and that event's cursor in cursor order
+(reconciling each record an event names), then raises the watermark to the cursor. So the
+watermark is contiguous: every event up to it has been applied, and a record whose
+reconciliation keeps failing holds it back (search then merges the journal tail or answers
+PROJECTION_STALE; docs/search.md).
+
 Crash safety (at-least-once): indexing writes postings before the transaction that flips
 the doc item to ``indexed`` and adds to the stats; removal deletes postings before the
 transaction that flips it to ``removed`` and subtracts. Each flip is conditioned on the
@@ -30,6 +37,10 @@ if TYPE_CHECKING:
 
 RECORD_PREFIX = "REC#"
 SCOPE_PREFIX = "SCOPE#"
+JOURNAL_PREFIX = "JOURNAL#"
+EVENT_PREFIX = "EV#"
+CATCH_UP_PAGE = 100
+"""Events applied between two watermark writes: a long catch-up never loses its progress."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +63,27 @@ def record_key(pk: object, sk: object) -> RecordKey | None:
     if len(parts) != 3 or not all(parts[1:]) or not record_id or "#" in record_id:
         return None
     return RecordKey(Scope(parts[1], parts[2]), record_id)
+
+
+@dataclass(frozen=True, slots=True)
+class EventKey:
+    """The scope and cursor of a main-table journal event item."""
+
+    scope: Scope
+    cursor: int
+
+
+def event_key(pk: object, sk: object) -> EventKey | None:
+    """The journal event a main-table key names; None for every other item (the head…)."""
+    if not isinstance(pk, str) or not isinstance(sk, str):
+        return None
+    if not pk.startswith(JOURNAL_PREFIX) or not sk.startswith(EVENT_PREFIX):
+        return None
+    parts = pk.split("#")
+    digits = sk.removeprefix(EVENT_PREFIX)
+    if len(parts) != 3 or not all(parts[1:]) or not digits.isdigit():
+        return None
+    return EventKey(Scope(parts[1], parts[2]), int(digits))
 
 
 def records_in_images(images: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -89,6 +121,27 @@ class ProjectionService:
         self._remove(key, hints)
         if row is not None and row.projection_invalidation != INVALIDATION_COMPLETE:
             self._records.mark_projection_complete(key.scope, key.record_id)
+
+    def catch_up(self, scope: Scope, through: int) -> None:
+        """Apply every journal event up to ``through`` not yet applied; raise the watermark.
+
+        Pages of :data:`CATCH_UP_PAGE` events, the watermark written after each page; an
+        error leaves the watermark at the last whole page and propagates (the stream retries).
+        """
+        mark = self._projection.watermark(scope)
+        while mark < through:
+            last = min(through, mark + CATCH_UP_PAGE)
+            changes = self._records.journal_changes(scope, mark, last)
+            # Reconciliation reads the current state, so once per record per page suffices.
+            for record_id in dict.fromkeys(c.record_id for c in changes if c.record_id):
+                self.reconcile(RecordKey(scope, record_id))
+            self._projection.advance_watermark(scope, last)
+            mark = last
+
+    def catch_up_to_head(self, scope: Scope) -> None:
+        """:meth:`catch_up` to the scope's current journal head (a projection saved before
+        watermarks existed, or rebuilt empty, replays the whole journal this way)."""
+        self.catch_up(scope, self._records.journal_head(scope))
 
     def _index(self, key: RecordKey, row: RecordRow, record: Mapping[str, Any]) -> None:
         document = self._projection.document(key.scope, key.record_id)

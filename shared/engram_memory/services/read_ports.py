@@ -32,11 +32,23 @@ class RecordRow:
     projection_invalidation: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class JournalChange:
+    """One journal event as the read path needs it: its cursor and the record it moved."""
+
+    cursor: int
+    record_id: str | None
+
+
 class RecordReader(Protocol):
     """Canonical state in the main table, read with strong consistency."""
 
     def journal_head(self, scope: Scope) -> int:
         """The scope's journal head cursor (0 when nothing was ever written)."""
+        ...
+
+    def journal_changes(self, scope: Scope, after: int, through: int) -> list[JournalChange]:
+        """The scope's journal events with ``after < cursor <= through``, in cursor order."""
         ...
 
     def get_record(self, scope: Scope, record_id: str) -> RecordRow | None:
@@ -63,11 +75,37 @@ class IndexedDocument:
     term_chunks: int
 
 
+@dataclass(frozen=True, slots=True)
+class SearchStats:
+    """What one search reads besides postings, from one item version of the stats."""
+
+    corpus: CorpusStats
+    dfs: dict[str, int]
+    watermark: int
+    """Every journal event with a cursor up to here has been applied to the projection."""
+
+
 class ProjectionStore(Protocol):
     """The lexical index: postings per scope+term, per-record doc items, per-scope stats."""
 
     def stats(self, scope: Scope) -> CorpusStats:
         """N and the per-field length sums of the scope."""
+        ...
+
+    def search_stats(self, scope: Scope, terms: Sequence[str]) -> SearchStats:
+        """The scope's stats, the df of each term and the watermark (one batch read)."""
+        ...
+
+    def watermark(self, scope: Scope) -> int:
+        """The scope's watermark, read strongly consistent (0 when never set)."""
+        ...
+
+    def advance_watermark(self, scope: Scope, cursor: int) -> None:
+        """Raise the watermark to ``cursor`` (never lowers it)."""
+        ...
+
+    def documents(self, scope: Scope, record_ids: Sequence[str]) -> dict[str, IndexedDocument]:
+        """The doc items of many records (absent ids are absent from the result)."""
         ...
 
     def term_stats(self, scope: Scope,

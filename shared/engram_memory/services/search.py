@@ -1,16 +1,19 @@
-"""engram_memory_search: BM25F over the projection, then revalidation against canonical state.
+"""engram_memory_search: BM25F over the projection and the journal tail, then revalidation.
 
 One search pins ``system_as_of`` (the scope's journal head, read once) and ``valid_as_of``
-(the clock, read once). Hits are ranked from the postings of the query terms only, then
-revalidated in rank order with consistent batch reads of the record items until the page
-(and one more, to know whether more exist) is filled: only eligible records are returned
-(services/eligibility.py), so a lagging projection never leaks a forgotten, expired or
-out-of-scope record. Paging, budgets and redaction: services/paging.py, budget.py,
-redaction.py; the rules are in docs/search.md.
+(the clock, read once). The head, the projection's statistics with its watermark, and the
+postings of the query terms are read at the same time; the journal tail between the
+watermark and the head is merged in from canonical state (services/search_tail.py,
+domain/tail_merge.py), so a record is found as soon as it is accepted, projector or not.
+Hits are then revalidated in rank order with consistent batch reads of the record items
+until the page (and one more, to know whether more exist) is filled: only eligible records
+are returned (services/eligibility.py), and the receipt counts only those. Paging, budgets
+and redaction: services/paging.py, budget.py, redaction.py; the rules: docs/search.md.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,21 +31,25 @@ from engram_memory.domain.errors import (
 )
 from engram_memory.domain.instant import format_instant
 from engram_memory.domain.ranking import DEFAULT_CONFIG, RankingConfig, ScoredRecord, score_postings
+from engram_memory.domain.tail_merge import merge_tail
 from engram_memory.domain.tokenizer import query_terms
 from engram_memory.services.budget import fit_prefix
 from engram_memory.services.eligibility import is_eligible
 from engram_memory.services.paging import PageCursorCodec, PageState, delivered_digest
+from engram_memory.services.search_tail import DEFAULT_TAIL_BOUND, JournalTail
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from engram_memory.domain.context import InvocationContext, Scope
+    from engram_memory.domain.tail_merge import MergedView
     from engram_memory.services.ports import Clock
     from engram_memory.services.read_ports import ProjectionStore, RecordReader, RecordRow
     from engram_memory.services.redaction import Redactor
 
 _BATCH = 100
 _PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
+_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="engram-search")
 Hit = tuple[ScoredRecord, "RecordRow"]
 
 
@@ -78,7 +85,7 @@ class _Pinned:
     request_digest: str
     system_as_of: int
     valid_as_of: str
-    candidate_count: int
+    eligible_count: int
     offset: int
 
 
@@ -87,9 +94,11 @@ class SearchService:
 
     def __init__(self, records: RecordReader, projection: ProjectionStore, clock: Clock,
                  codec: PageCursorCodec, redactor: Redactor,
-                 config: RankingConfig = DEFAULT_CONFIG, semantic: object | None = None) -> None:
+                 config: RankingConfig = DEFAULT_CONFIG, semantic: object | None = None,
+                 tail_bound: int = DEFAULT_TAIL_BOUND) -> None:
         self._records = records
         self._projection = projection
+        self._tail = JournalTail(records, projection, tail_bound)
         self._clock = clock
         self._codec = codec
         self._redactor = redactor
@@ -104,11 +113,10 @@ class SearchService:
         self._check_policy(ctx, args)
         req_digest = request_digest(args)
         state = self._continuation(ctx, args, req_digest)
-        system_as_of = self._records.journal_head(ctx.scope)
+        system_as_of, ranked = self._rank(ctx.scope, args.query)
         if state is not None and system_as_of < state.system_as_of:
             raise StalePage  # the journal went backwards (a restore): the ordering is void
         now_ms = self._clock.now_ms()
-        ranked = self._rank(ctx.scope, args.query)
         offset = state.offset if state is not None else 0
         hits = self._revalidate(ctx.scope, ranked, offset + args.limit + 1, system_as_of, now_ms)
         ids = [hit[0].record_id for hit in hits]
@@ -117,7 +125,7 @@ class SearchService:
         ):
             raise StalePage  # the pages already delivered no longer hold
         pinned = _Pinned(ctx.scope, req_digest, system_as_of, format_instant(now_ms),
-                         len(ranked), offset)
+                         len(hits), offset)
         return self._page(pinned, hits, args)
 
     def _check_policy(self, ctx: InvocationContext, args: SearchArgs) -> None:
@@ -138,18 +146,28 @@ class SearchService:
             raise StalePage
         return state
 
-    def _rank(self, scope: Scope, query: str) -> list[ScoredRecord]:
+    def _rank(self, scope: Scope, query: str) -> tuple[int, list[ScoredRecord]]:
+        """The pinned head and the lexical ranking at it (projection + journal tail)."""
         terms = query_terms(query)
         if not terms:
-            return []
+            return self._records.journal_head(scope), []
+        # One round trip for all three: the head, the stats with the watermark, the postings.
+        head_future = _POOL.submit(self._records.journal_head, scope)
+        stats_future = _POOL.submit(self._projection.search_stats, scope, terms)
         # Each term reads at most K postings, highest impact first: the cost of a search is
         # bounded by (terms × K) whatever the scope's size (docs/search.md).
         k = self._config.postings_per_term
         postings = {term: self._projection.postings(scope, term, k) for term in terms}
-        if not any(postings.values()):
+        head, stats = head_future.result(), stats_future.result()
+        delta = self._tail.delta(scope, stats.watermark, head)
+        return head, self._candidates(terms, merge_tail(terms, postings, stats.corpus,
+                                                        stats.dfs, delta, k))
+
+    def _candidates(self, terms: Sequence[str], lexical: MergedView) -> list[ScoredRecord]:
+        """The ranked candidate set: one lexical channel today (a semantic one plugs in here)."""
+        if not any(lexical.postings.values()):
             return []
-        stats, dfs = self._projection.term_stats(scope, terms)
-        return score_postings(terms, postings, stats, self._config, dfs)
+        return score_postings(terms, lexical.postings, lexical.stats, self._config, lexical.dfs)
 
     def _revalidate(self, scope: Scope, ranked: list[ScoredRecord], need: int,
                     system_as_of: int, now_ms: int) -> list[Hit]:
@@ -233,7 +251,7 @@ class SearchService:
             "config_digest": self._config.config_digest,
             "valid_as_of": pinned.valid_as_of,
             "system_as_of": str(pinned.system_as_of),
-            "candidate_count": pinned.candidate_count,
+            "candidate_count": pinned.eligible_count,
             "ordered_ids_digest": digest(DigestKind.ORDERED_IDS, ids),
             "revalidation_digest": digest(DigestKind.REVALIDATION_RECEIPT, {
                 "system_as_of": str(pinned.system_as_of),

@@ -34,7 +34,8 @@ def _stats(read_path: ReadPath) -> dict[str, int]:
     s = read_path.aws.settings
     item = read_path.aws.dynamodb.get_item(TableName=s.projection_table_name, Key={
         "pk": {"S": f"STATS#{s.tenant_id}#ws-main"}, "sk": {"S": "STATS"}})["Item"]
-    return {k: int(v["N"]) for k, v in item.items() if "N" in v}
+    # The watermark (wm) rides on the stats item but is no statistic.
+    return {k: int(v["N"]) for k, v in item.items() if "N" in v and k != "wm"}
 
 
 def _postings(read_path: ReadPath) -> list[dict[str, Any]]:

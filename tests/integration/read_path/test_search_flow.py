@@ -36,8 +36,12 @@ def test_a_search_without_any_match_is_an_empty_success(read_path: ReadPath) -> 
 def test_a_pending_candidate_never_reaches_the_projection_or_search(read_path: ReadPath) -> None:
     captured = read_path.call_capture_only("Kestrel migration is pending review.")
     assert captured["ok"]
+    assert ids(read_path.search("kestrel migration")) == []  # not even through the tail
     read_path.project()
-    assert read_path.aws.scan(read_path.aws.settings.projection_table_name) == []
+    # Nothing but the watermark, which passed the capture event.
+    items = read_path.aws.scan(read_path.aws.settings.projection_table_name)
+    assert [set(item) for item in items] == [{"pk", "sk", "wm"}]
+    assert items[0]["pk"]["S"].startswith("STATS#")
     assert ids(read_path.search("kestrel migration")) == []
 
 

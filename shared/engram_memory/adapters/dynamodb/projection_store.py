@@ -4,7 +4,8 @@
 * df        ``DF#{t}#{w}#{term}`` / ``DF``: ``df`` (number, = the term's posting count)
 * doc       ``DOC#{t}#{w}`` / ``{record_id}``: ``state``, ``digest``, ``len``, ``chunks``
 * doc terms ``DOC#{t}#{w}`` / ``{record_id}#T#{n:04d}``: ``terms`` (``term\tcode`` lines)
-* stats     ``STATS#{t}#{w}`` / ``STATS``: ``n``, ``l0``..``l4`` (numbers, atomic ADD)
+* stats     ``STATS#{t}#{w}`` / ``STATS``: ``n``, ``l0``..``l4`` (numbers, atomic ADD), ``wm``
+  (the watermark: every journal event up to this cursor is applied; only ever raised)
 
 Postings sort by impact (domain/impact.py), so a term's best K are one descending Query.
 Stats change only inside the transaction that flips the doc item's state, conditioned on
@@ -24,7 +25,7 @@ from engram_memory.adapters.dynamodb.posting_writer import PostingChange, Postin
 from engram_memory.domain.errors import EngramError, RateLimited, StoreUnavailable
 from engram_memory.domain.impact import posting_codes, record_of, sort_key
 from engram_memory.domain.ranking import FIELDS, AnalyzedDocument, CorpusStats, Posting
-from engram_memory.services.read_ports import IndexedDocument, PostingRef
+from engram_memory.services.read_ports import IndexedDocument, PostingRef, SearchStats
 
 if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
@@ -72,6 +73,21 @@ def _chunks(terms: Sequence[str]) -> list[list[str]]:
     return chunks if chunks[0] else []
 
 
+def _watermark_of(stats: dict[str, Any]) -> int:
+    value = stats.get("wm")
+    return max(0, int(value["N"])) if value is not None else 0
+
+
+def _document_of(record_id: str, item: dict[str, Any]) -> IndexedDocument:
+    return IndexedDocument(
+        record_id=record_id,
+        indexed=item["state"]["S"] == _INDEXED,
+        record_digest=item["digest"]["S"],
+        lengths=_ints(item["len"]["S"]),
+        term_chunks=int(item["chunks"]["N"]),
+    )
+
+
 def _is_condition_failure(exc: ClientError) -> bool:
     error = exc.response.get("Error", {})
     if error.get("Code") == "ConditionalCheckFailedException":
@@ -98,6 +114,15 @@ class DynamoProjectionStore:
     def term_stats(self, scope: Scope,
                    terms: Sequence[str]) -> tuple[CorpusStats, dict[str, int]]:
         """The scope's stats and each term's df, in one BatchGetItem (≤ 99 terms)."""
+        found = self.search_stats(scope, terms)
+        return found.corpus, found.dfs
+
+    def search_stats(self, scope: Scope, terms: Sequence[str]) -> SearchStats:
+        """Stats, watermark and each term's df in one BatchGetItem (≤ 99 terms).
+
+        The watermark and the stats come from the same item version, so a stale read can
+        only make the journal tail longer, never skip an event.
+        """
         stats_key = {"pk": {"S": f"STATS#{scope.key}"}, "sk": {"S": "STATS"}}
         wanted = list(dict.fromkeys(terms))[:_GET_BATCH - 1]
         items = self._batch_get([stats_key] + [df_key(scope.key, t) for t in wanted])
@@ -110,7 +135,49 @@ class DynamoProjectionStore:
         for term in wanted:
             item = items.get(df_key(scope.key, term)["pk"]["S"])
             dfs[term] = max(0, int(item["df"]["N"])) if item and "df" in item else 0
-        return corpus, dfs
+        return SearchStats(corpus, dfs, _watermark_of(stats))
+
+    def watermark(self, scope: Scope) -> int:
+        """The scope's watermark, strongly consistent (the projector decides from it)."""
+        item = self._get({"pk": {"S": f"STATS#{scope.key}"}, "sk": {"S": "STATS"}}, True)
+        return _watermark_of(item or {})
+
+    def advance_watermark(self, scope: Scope, cursor: int) -> None:
+        """``wm = cursor`` unless it is already there or beyond (a replay never lowers it)."""
+        request = {
+            "TableName": self._table,
+            "Key": {"pk": {"S": f"STATS#{scope.key}"}, "sk": {"S": "STATS"}},
+            "UpdateExpression": "SET wm = :c",
+            "ConditionExpression": "attribute_not_exists(wm) OR wm < :c",
+            "ExpressionAttributeValues": {":c": {"N": str(cursor)}},
+        }
+        for attempt in range(_MAX_ATTEMPTS):
+            try:
+                self._client.update_item(**request)
+                return
+            except ClientError as exc:
+                code = exc.response.get("Error", {}).get("Code", "")
+                if code == "ConditionalCheckFailedException":
+                    return
+                if code != "TransactionConflictException":
+                    raise translate_error(exc) from exc
+            except BotoCoreError as exc:
+                raise translate_error(exc) from exc
+            # The stats item is inside a commit transaction right now: wait, then retry.
+            time.sleep(min(0.02 * 2**attempt, 0.5))
+        raise RateLimited
+
+    def documents(self, scope: Scope, record_ids: Sequence[str]) -> dict[str, IndexedDocument]:
+        """Doc items of many records (consistent BatchGetItem; absent ids are left out)."""
+        found: dict[str, IndexedDocument] = {}
+        ids = list(dict.fromkeys(record_ids))
+        for start in range(0, len(ids), _GET_BATCH):
+            keys = [{"pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": rid}}
+                    for rid in ids[start:start + _GET_BATCH]]
+            for item in self._batch_get_items(keys, consistent=True):
+                document = _document_of(item["sk"]["S"], item)
+                found[document.record_id] = document
+        return found
 
     def postings(self, scope: Scope, term: str, limit: int) -> list[Posting]:
         """The term's ``limit`` highest-impact postings: one descending Query (paged)."""
@@ -138,15 +205,7 @@ class DynamoProjectionStore:
     def document(self, scope: Scope, record_id: str) -> IndexedDocument | None:
         """The doc item (strongly consistent: the projector decides from it)."""
         item = self._get({"pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": record_id}}, True)
-        if item is None:
-            return None
-        return IndexedDocument(
-            record_id=record_id,
-            indexed=item["state"]["S"] == _INDEXED,
-            record_digest=item["digest"]["S"],
-            lengths=_ints(item["len"]["S"]),
-            term_chunks=int(item["chunks"]["N"]),
-        )
+        return None if item is None else _document_of(record_id, item)
 
     def document_terms(self, scope: Scope, document: IndexedDocument) -> list[PostingRef]:
         """The stored (term, impact code) list of a document (all its chunks)."""
@@ -232,12 +291,14 @@ class DynamoProjectionStore:
             for n in range(document.term_chunks)
         ])
 
-    def bulk_load(self, scope: Scope, documents: Sequence[tuple[AnalyzedDocument, str]]) -> None:
+    def bulk_load(self, scope: Scope, documents: Sequence[tuple[AnalyzedDocument, str]],
+                  watermark: int | None = None) -> None:
         """Index many never-indexed documents at once (rebuilds, the scale bench).
 
         Postings, term lists and doc items go out in 25-item batches; the stats and every
         term's df get one ADD for the whole set. Unlike the projector path this is not
-        replay-safe: run it only on records the projection has never seen.
+        replay-safe: run it only on records the projection has never seen. ``watermark``:
+        the journal cursor the documents are the accepted_current records of.
         """
         requests: list[dict[str, Any]] = []
         sums = [0] * len(FIELDS)
@@ -266,6 +327,8 @@ class DynamoProjectionStore:
                        ExpressionAttributeValues={":d": {"N": str(count)}})
         update = self._stats_update(scope, len(documents), sums)["Update"]
         self._call("update_item", **update)
+        if watermark is not None:
+            self.advance_watermark(scope, watermark)
 
     @staticmethod
     def _posting_key(scope: Scope, term: str, code: int, record_id: str) -> dict[str, Any]:
@@ -315,6 +378,20 @@ class DynamoProjectionStore:
             response = self._call("batch_get_item", RequestItems=pending)
             for item in response.get("Responses", {}).get(self._table, []):
                 found[item["pk"]["S"]] = dict(item)
+            pending = response.get("UnprocessedKeys") or {}
+            if not pending:
+                return found
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+        raise RateLimited
+
+    def _batch_get_items(self, keys: list[dict[str, Any]],
+                         consistent: bool) -> list[dict[str, Any]]:
+        """Items of up to 100 keys (any pk/sk), unprocessed keys retried."""
+        found: list[dict[str, Any]] = []
+        pending: dict[str, Any] = {self._table: {"Keys": keys, "ConsistentRead": consistent}}
+        for attempt in range(_MAX_ATTEMPTS):
+            response = self._call("batch_get_item", RequestItems=pending)
+            found.extend(dict(i) for i in response.get("Responses", {}).get(self._table, []))
             pending = response.get("UnprocessedKeys") or {}
             if not pending:
                 return found

@@ -16,7 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from engram_memory.adapters.dynamodb.projection_store import translate_error
 from engram_memory.domain.errors import BlobMissing, StoreUnavailable
-from engram_memory.services.read_ports import INVALIDATION_COMPLETE, RecordRow
+from engram_memory.services.read_ports import INVALIDATION_COMPLETE, JournalChange, RecordRow
 
 if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
@@ -52,6 +52,38 @@ class DynamoRecordReader:
         )
         item = response.get("Item")
         return (_int(item, "cursor") or 0) if item else 0
+
+    def journal_changes(self, scope: Scope, after: int, through: int) -> list[JournalChange]:
+        """Events ``after < cursor <= through`` (one consistent Query, paged past 1 MB).
+
+        Event bodies hold ids, states and digests only, never content.
+        """
+        if through <= after:
+            return []
+        request: dict[str, Any] = {
+            "TableName": self._table,
+            "ConsistentRead": True,
+            "KeyConditionExpression": "pk = :pk AND sk BETWEEN :first AND :last",
+            "ExpressionAttributeValues": {
+                ":pk": {"S": f"JOURNAL#{scope.key}"},
+                ":first": {"S": f"EV#{after + 1:020d}"},
+                ":last": {"S": f"EV#{through:020d}"},
+            },
+            "ProjectionExpression": "#ev",
+            "ExpressionAttributeNames": {"#ev": "event"},
+        }
+        changes: list[JournalChange] = []
+        while True:
+            page = self._call("query", **request)
+            for item in page.get("Items", []):
+                body = json.loads(item["event"]["S"])
+                record_id = body.get("subject", {}).get("record_id")
+                changes.append(JournalChange(int(body["cursor"]),
+                                             record_id if isinstance(record_id, str) else None))
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return changes
+            request["ExclusiveStartKey"] = last
 
     def get_record(self, scope: Scope, record_id: str) -> RecordRow | None:
         """One record item, or None."""
