@@ -14,6 +14,7 @@ Four faults, each aimed at the n-th AWS API call of one tool call:
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,8 +62,19 @@ class FaultInjector:
     target: int | None = None
     kind: str = ""
     fired: int = 0
-    _armed: bool = False
+    # Per thread: a search issues calls concurrently, and before-call, before-send and
+    # after-call of one call all run on the thread that made it.
+    _local: threading.local = field(default_factory=threading.local)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
     _clients: list[Any] = field(default_factory=list)
+
+    @property
+    def _armed(self) -> bool:
+        return bool(getattr(self._local, "armed", False))
+
+    @_armed.setter
+    def _armed(self, value: bool) -> None:
+        self._local.armed = value
 
     def attach(self, *clients: Any) -> FaultInjector:
         """Hook every client (the injector answers before moto's own stub)."""
@@ -88,8 +100,11 @@ class FaultInjector:
         self._armed = False
 
     def _before_call(self, model: Any, **_: Any) -> None:
-        self.calls.append(f"{model.service_model.endpoint_prefix}.{model.name}")
-        self._armed = self.target is not None and len(self.calls) - 1 == self.target
+        with self._lock:
+            self.calls.append(f"{model.service_model.endpoint_prefix}.{model.name}")
+            self._armed = self.target is not None and len(self.calls) - 1 == self.target
+            if self._armed:
+                self._local.call = self.calls[-1]
 
     def _before_send(self, request: Any, **_: Any) -> AWSResponse | None:
         if not self._armed or self.kind == "read_timeout":
@@ -102,7 +117,7 @@ class FaultInjector:
         # request. An address no AWS service answers makes it pass, as the real service
         # never saw a throttled or failed request.
         request.url = _NOWHERE
-        service = self.calls[-1].split(".", 1)[0]
+        service = str(self._local.call).split(".", 1)[0]
         return error_response(url, service, self.kind)
 
     def _after_call(self, **_: Any) -> None:
