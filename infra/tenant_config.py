@@ -29,6 +29,7 @@ _MODES = ("accept", "reject", "adjudicate")
 _ORIGIN = re.compile(
     r"^(?:https://[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?"
     r"|http://(?:localhost|127\.0\.0\.1|\[::1\]))(?::[0-9]{1,5})?$")
+_PURPOSE_SCOPES = ("purpose", "workspace")
 _DAY_MS = 24 * 3600 * 1000
 
 
@@ -52,6 +53,8 @@ class TenantConfig:
     retain_allowed: bool = False
     reconciliation_families: tuple[str, ...] = ()
     redaction_allowlist: tuple[str, ...] = ()
+    # "purpose": reads see only the bound purpose's records; "workspace" widens them.
+    purpose_scope: str = "purpose"
     log_retention_days: int = 30
     alarm_email: str | None = None
     api_rate_limit: int = 50
@@ -87,6 +90,7 @@ class TenantConfig:
             retain_allowed=bool(retention.get("retain_allowed", False)),
             reconciliation_families=tuple(str(f) for f in raw.get("reconciliation_families", ())),
             redaction_allowlist=tuple(str(f) for f in raw.get("redaction_allowlist", ())),
+            purpose_scope=str(raw.get("purpose_scope", "purpose")),
             log_retention_days=int(raw.get("log_retention_days", 30)),
             alarm_email=raw.get("alarm_email") or None,
             api_rate_limit=int(throttle.get("rate_limit", 50)),
@@ -118,6 +122,8 @@ class TenantConfig:
             problems.append("host.public_key_pem must be an Ed25519 or EC P-256 public key (PEM)")
         if self.admission_mode not in _MODES:
             problems.append(f"admission_policy.mode must be one of {', '.join(_MODES)}")
+        if self.purpose_scope not in _PURPOSE_SCOPES:
+            problems.append(f"purpose_scope must be one of {', '.join(_PURPOSE_SCOPES)}")
         return problems
 
     def _limit_problems(self) -> list[str]:

@@ -232,4 +232,5 @@ def stack_environment(config: TenantConfig, *, table: str, key_table: str, proje
         "ENGRAM_RETAIN_ALLOWED": "true" if config.retain_allowed else "false",
         "ENGRAM_RECONCILIATION_FAMILIES": ",".join(config.reconciliation_families),
         "ENGRAM_REDACTION_ALLOWLIST": ",".join(config.redaction_allowlist),
+        "ENGRAM_PURPOSE_SCOPE": config.purpose_scope,
     }

@@ -179,7 +179,8 @@ def search_service() -> SearchService:
                            DEFAULT_POSTINGS_PER_TERM)
     return SearchService(_record_reader(), _projection_store(), _port("clock", SystemClock()),
                          PageCursorCodec(page_cursor_secret()), Redactor(s.redaction_allowlist),
-                         config, tail_bound=s.search_tail_bound or DEFAULT_TAIL_BOUND)
+                         config, tail_bound=s.search_tail_bound or DEFAULT_TAIL_BOUND,
+                         purpose_scope=s.purpose_scope)
 
 
 @cache
@@ -200,8 +201,9 @@ def page_cursor_secret() -> str:
 @cache
 def get_service() -> GetService:
     """The get use case."""
+    s = settings()
     return GetService(_record_reader(), _port("clock", SystemClock()),
-                      Redactor(settings().redaction_allowlist))
+                      Redactor(s.redaction_allowlist), purpose_scope=s.purpose_scope)
 
 
 @cache

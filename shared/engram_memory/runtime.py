@@ -35,7 +35,7 @@ from engram_memory.contract.invocation import (
     ToolInvocation,
 )
 from engram_memory.contract.validation import validate_arguments
-from engram_memory.domain.context import InvocationContext, Scope, Tool
+from engram_memory.domain.context import MUTATING_TOOLS, InvocationContext, Scope, Tool
 from engram_memory.domain.errors import (
     DeadlineExceeded,
     EngramError,
@@ -160,7 +160,8 @@ def run_tool(
     except Exception as exc:  # the boundary: nothing escapes as raw text
         logger.error("tool failed unexpectedly", extra={"error_class": type(exc).__name__})
         metrics.add_metric(name="error.UNEXPECTED", unit=MetricUnit.Count, value=1)
-        return failure_for_unexpected(audit_id)
+        # A mutation may have sent its commit before failing: its outcome is unknown.
+        return failure_for_unexpected(audit_id, mutation=tool in MUTATING_TOOLS)
     finally:
         logger.remove_keys(list(_LOG_KEYS))
 
@@ -208,7 +209,7 @@ def run_adjudication(event: object, resolve: Callable[[], Adjudicator],
         logger.error("adjudication failed unexpectedly",
                      extra={"error_class": type(exc).__name__})
         metrics.add_metric(name="error.UNEXPECTED", unit=MetricUnit.Count, value=1)
-        return failure_for_unexpected(audit_id)
+        return failure_for_unexpected(audit_id, mutation=True)  # a decision commits
     finally:
         logger.remove_keys(list(_LOG_KEYS))
 

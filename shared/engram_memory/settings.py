@@ -36,6 +36,10 @@ class Settings:
     retention_ceiling_ms: int = 365 * 24 * 3600 * 1000
     retain_allowed: bool = False
     reconciliation_families: tuple[str, ...] = ()
+    # Purpose limitation of reads (docs/contract.md): "purpose" = search and get see only
+    # records captured under the purpose bound to the call; "workspace" widens reads to
+    # every purpose of the workspace (a host decision).
+    purpose_scope: str = "purpose"
     # Redaction: top-level record fields an agent may see (record_id always stays).
     redaction_allowlist: tuple[str, ...] = field(default_factory=tuple)
     page_cursor_secret: str = ""
@@ -74,6 +78,7 @@ class Settings:
             ),
             retain_allowed=e.get("ENGRAM_RETAIN_ALLOWED", "false").lower() == "true",
             reconciliation_families=_csv(e.get("ENGRAM_RECONCILIATION_FAMILIES", "")),
+            purpose_scope=e.get("ENGRAM_PURPOSE_SCOPE", "purpose") or "purpose",
             redaction_allowlist=_csv(e.get("ENGRAM_REDACTION_ALLOWLIST", "")),
             page_cursor_secret=e.get("ENGRAM_PAGE_CURSOR_SECRET", ""),
             page_cursor_secret_arn=e.get("ENGRAM_PAGE_CURSOR_SECRET_ARN", ""),

@@ -63,7 +63,8 @@ def test_a_confirmed_forget_removes_the_record_from_search_and_get(
     forget = {"record_id": record_id, "idempotency_key": "e2e-forget-" + secrets.token_hex(8),
               "reason_ref": "reason:owner-request"}
 
-    unconfirmed = asyncio.run(_call(service, mode, "engram_memory_forget", forget))
+    unconfirmed = asyncio.run(_call(service, mode, "engram_memory_forget", forget,
+                                    confirmation_ref="ref-not-approved-yet"))
     assert unconfirmed.structured_content["error"]["code"] == "gate_failed"
 
     status, requested = _cli(capsys, service, "request", "--tool", "forget",

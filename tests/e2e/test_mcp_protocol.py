@@ -190,3 +190,56 @@ def test_a_request_naming_a_foreign_host_is_refused(service: RunningService) -> 
         "Host": "evil.example", "Content-Type": "application/json",
         "Accept": "application/json, text/event-stream"}, content=b"{}")
     assert response.status_code in (400, 403, 421)
+
+
+def withdraw_call(client: Any) -> Any:
+    return client.call_tool("engram_memory_withdraw", {
+        "candidate_id": "cand_" + "a" * 52, "idempotency_key": "withdraw-key-e2e-0001",
+        "reason_ref": "reason:e2e"})
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_gated_call_without_a_confirmation_reference_is_refused_with_32603(
+    service: RunningService, mode: str
+) -> None:
+    # Issue 15 item 1: this reached the tool and came back as a gate_failed envelope.
+    assert protocol_error(service, token(service), mode, withdraw_call) == UNTRUSTED
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_present_but_unapproved_confirmation_reference_stays_gate_failed(
+    service: RunningService, mode: str
+) -> None:
+    result = run(service, token(service, confirmation_ref="ref-never-approved"), mode,
+                 withdraw_call)
+    assert result.is_error is True
+    assert result.structured_content["error"]["code"] == "gate_failed"
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("purpose", [7, ["purpose:e2e"], {"ref": "purpose:e2e"}, True])
+def test_a_purpose_ref_of_the_wrong_type_is_an_invalid_schema_envelope(
+    service: RunningService, mode: str, purpose: Any
+) -> None:
+    # Issue 15 item 6: a purpose of the wrong JSON type was refused with -32603.
+    result = run(service, token(service), mode, search(purpose=purpose))
+    assert result.is_error is True
+    assert result.structured_content["error"]["code"] == "INVALID_SCHEMA"
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_initialize_instructions_name_the_purpose_of_the_request_token(
+    service: RunningService, mode: str
+) -> None:
+    # Issue 15 item 9: the official client reads the instructions of the handshake
+    # (initialize, or server/discover in the 2026 era); they named no purpose.
+    async def instructions(client: Any) -> str:
+        return str(client.instructions)
+
+    billing = run(service, token(service, purpose_ref="purpose:billing"), mode, instructions)
+    support = run(service, token(service, purpose_ref="purpose:support"), mode, instructions)
+    assert '"purpose:billing"' in billing
+    assert "purpose:support" not in billing
+    assert '"purpose:support"' in support
+    anonymous = run(service, None, mode, instructions)
+    assert "purpose:" not in anonymous

@@ -52,7 +52,10 @@ def assert_validated(call: dict[str, Any]) -> None:
 
 
 def journey(service: RunningService, capabilities: list[str]) -> ClientRun:
-    token = service.mint(workspace=WORKSPACE, purpose_ref=PURPOSE, capabilities=capabilities)
+    # A reference nobody approved: the gated calls reach the gate and answer gate_failed
+    # (with no reference at all they are a -32603 protocol refusal, CONTRACT §0).
+    token = service.mint(workspace=WORKSPACE, purpose_ref=PURPOSE, capabilities=capabilities,
+                         confirmation_ref="ts-interop-unapproved")
     run = run_client(service.mcp_url, token, PURPOSE)
     assert run.status == EXIT_OK, str(run)
     return run

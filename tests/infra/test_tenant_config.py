@@ -59,6 +59,7 @@ def test_a_tenant_name_cannot_walk_out_of_the_config_directory() -> None:
     ({"reserved_concurrency": {"nonexistent": 1}}, "unknown functions"),
     ({"reserved_concurrency": {"capture": 0}}, "at least 1"),
     ({"retention": {"ceiling_days": 0}}, "ceiling_days"),
+    ({"purpose_scope": "everything"}, "purpose_scope"),
 ])
 def test_an_invalid_setting_is_refused_with_its_name(change: dict[str, Any],
                                                      problem: str) -> None:
@@ -110,3 +111,9 @@ def test_browser_origins_are_taken_as_written(origins: list[str]) -> None:
 def test_an_origin_that_a_browser_never_sends_is_refused(origin: str) -> None:
     with pytest.raises(ConfigError, match="allowed_origins"):
         TenantConfig.from_dict(_example() | {"allowed_origins": [origin]})
+
+
+def test_reads_are_limited_to_the_bound_purpose_unless_the_tenant_widens_them() -> None:
+    assert TenantConfig.from_dict(_example()).purpose_scope == "purpose"
+    widened = TenantConfig.from_dict(_example() | {"purpose_scope": "workspace"})
+    assert widened.purpose_scope == "workspace"

@@ -43,9 +43,9 @@ def allowed_codes(kind: str, call: str) -> set[str]:
         return {"RATE_LIMITED"}
     if call == COMMIT:
         # Whether the commit landed is unknowable after a timeout or a 500: only a replay
-        # through the idempotency key can tell, so the outcome is reported unknown.
-        return {"MUTATION_OUTCOME_UNKNOWN"} if kind == "read_timeout" else {
-            "MUTATION_OUTCOME_UNKNOWN", "STORE_UNAVAILABLE"}
+        # through the idempotency key can tell, so the outcome is reported unknown (issue
+        # 15 item 7: a 500 on the commit was STORE_UNAVAILABLE).
+        return {"MUTATION_OUTCOME_UNKNOWN"}
     return {"STORE_UNAVAILABLE"}
 
 

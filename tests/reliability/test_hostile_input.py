@@ -33,7 +33,7 @@ from tests.fixtures.contract_fixtures import (
 )
 from tests.integration.conftest import AwsEnv
 from tests.reliability.mcp_harness import McpHarness, Reply
-from tests.reliability.support import capture_args
+from tests.reliability.support import World, capture_args
 
 # JSON-RPC's own errors, plus the MCP SDK's transport rejections (-32000..-32099: e.g. a
 # routing header that disagrees with the body) for requests malformed at that level.
@@ -155,7 +155,10 @@ def test_hostile_arguments_get_a_contract_error_and_change_nothing(
 ) -> None:
     name, arguments = call
     before = snapshot(aws)
-    reply = harness.call_tool(name, arguments, harness.token(), modern=modern)
+    # A confirmation reference nobody approved: gated tools reach their schema and gate
+    # (without one they are refused before any tool runs, tested below).
+    token = harness.token(confirmation_ref="ref-hostile-unapproved")
+    reply = harness.call_tool(name, arguments, token, modern=modern)
     if not assert_contained(reply, name):
         assert snapshot(aws) == before
 
@@ -257,4 +260,55 @@ def test_an_agent_token_naming_a_principal_of_the_service_is_refused_before_any_
         reply = harness.call_tool(name, arguments, token)
         assert assert_contained(reply) is False
         assert reply.json()["error"]["code"] == -32603
+    assert snapshot(aws) == before
+
+
+WRONG_TYPED_PURPOSES = [7, ["purpose:engineering-notes"], {"ref": "purpose:engineering-notes"},
+                        True, 1.5]
+
+
+@pytest.mark.parametrize("modern", [True, False], ids=["stateless-era", "initialize-era"])
+@pytest.mark.parametrize("purpose", WRONG_TYPED_PURPOSES, ids=lambda p: type(p).__name__)
+def test_a_purpose_ref_of_the_wrong_type_is_invalid_schema_not_a_protocol_refusal(
+    harness: McpHarness, aws: AwsEnv, purpose: Any, modern: bool
+) -> None:
+    # Issue 15 item 6: these were -32603, the answer for a purpose mismatch.
+    before = snapshot(aws)
+    capture = capture_args("wrong-typed purpose")
+    capture["payload"]["purpose_ref"] = purpose
+    calls = {Tool.SEARCH.mcp_name: {**valid_search_args(), "purpose_ref": purpose},
+             Tool.GET.mcp_name: {**valid_get_args(), "purpose_ref": purpose},
+             Tool.CAPTURE.mcp_name: capture}
+    for name, arguments in calls.items():
+        reply = harness.call_tool(name, arguments, harness.token(), modern=modern)
+        assert assert_contained(reply, name) is False
+        envelope = reply.json()["result"]["structuredContent"]
+        assert envelope["error"]["code"] == "INVALID_SCHEMA", name
+    assert snapshot(aws) == before
+
+
+@pytest.mark.parametrize("modern", [True, False], ids=["stateless-era", "initialize-era"])
+def test_a_gated_call_without_a_confirmation_reference_is_refused_before_any_tool_runs(
+    harness: McpHarness, aws: AwsEnv, world: World, modern: bool
+) -> None:
+    # Issue 15 items 1 and 2: no reference is -32603; an unapproved reference is
+    # gate_failed for a real target exactly as for an unknown one.
+    pending = world.capture("gated pending")
+    record = world.record("gated record")
+    before = snapshot(aws)
+    targets = {
+        Tool.WITHDRAW.mcp_name: [valid_withdraw_args(candidate_id=pending),
+                                 valid_withdraw_args()],
+        Tool.FORGET.mcp_name: [valid_forget_args(record_id=record), valid_forget_args()],
+    }
+    unapproved = harness.token(confirmation_ref="ref-hostile-unapproved")
+    for name, (real, unknown) in targets.items():
+        refused = harness.call_tool(name, real, harness.token(), modern=modern)
+        assert assert_contained(refused) is False
+        assert refused.json()["error"]["code"] == -32603
+        answers = [harness.call_tool(name, args, unapproved, modern=modern).json()
+                   for args in (real, unknown)]
+        envelopes = [a["result"]["structuredContent"] for a in answers]
+        assert [e["error"]["code"] for e in envelopes] == ["gate_failed"] * 2
+        assert envelopes[0] == envelopes[1]  # the same token: even the auditId matches
     assert snapshot(aws) == before

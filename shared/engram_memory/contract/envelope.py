@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram_memory.domain.errors import EngramError, StoreUnavailable
+from engram_memory.domain.errors import EngramError, MutationOutcomeUnknown, StoreUnavailable
 
 SCHEMA_VERSION = 1
 REDACTION_CLASS = "high"
@@ -30,6 +30,11 @@ def failure(error: EngramError | type[EngramError], audit_id: str) -> dict[str, 
     }
 
 
-def failure_for_unexpected(audit_id: str) -> dict[str, Any]:
-    """The envelope for an exception that is not an EngramError: generic, retriable."""
-    return failure(StoreUnavailable, audit_id)
+def failure_for_unexpected(audit_id: str, *, mutation: bool = False) -> dict[str, Any]:
+    """The envelope for an exception that is not an EngramError (retriable either way).
+
+    One rule at every layer (tool Lambda, endpoint): a mutation may have sent its commit
+    before the failure, so its outcome is MUTATION_OUTCOME_UNKNOWN (a retry with the same
+    key and arguments tells); a read is plainly STORE_UNAVAILABLE.
+    """
+    return failure(MutationOutcomeUnknown if mutation else StoreUnavailable, audit_id)

@@ -21,9 +21,9 @@ from engram_memory.contract.types import (
     Digest,
     IdempotencyKey,
     Instant,
-    LocatorValue,
     OpaqueRef,
     PageCursor,
+    PlainText,
     QueryText,
     RecordId,
     SafeInt,
@@ -58,8 +58,8 @@ CitationIds = Annotated[
     AfterValidator(_distinct),
 ]
 FamilyRefs = Annotated[
-    list[OpaqueRef],
-    Field(min_length=1, max_length=64, json_schema_extra={"uniqueItems": True}),
+    list[PlainText],
+    Field(max_length=64, json_schema_extra={"uniqueItems": True}),
     AfterValidator(_sorted_unique),
 ]
 Limit = Annotated[int, Strict(), Field(ge=1, le=50)]
@@ -106,15 +106,15 @@ class PrimaryEvent(ClosedModel):
     """The event the memory is about: when (epoch ms), what type, cited by which citation."""
 
     at: SafeInt
-    type_ref: OpaqueRef
+    type_ref: PlainText
     citation_id: OpaqueRef
 
 
 class Locator(ClosedModel):
     """Where the cited content lives: an opaque scheme and a value."""
 
-    scheme: OpaqueRef
-    value: LocatorValue
+    scheme: PlainText
+    value: PlainText
 
 
 class Citation(ClosedModel):

@@ -154,7 +154,14 @@ class AdmissionValue(OutputModel):
     replayed: bool
 
 
-class WithdrawReceipt(OutputModel):
+class FixedFieldsReceipt(OutputModel):
+    """A receipt whose literal fields have defaults yet are always emitted: the published
+    schema lists them as ``required`` (a client may rely on them)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+
+
+class WithdrawReceipt(FixedFieldsReceipt):
     """The journal receipt of a withdrawal (pending → withdrawn)."""
 
     event_id: NonEmpty
@@ -180,7 +187,7 @@ ForgettableState = Literal[
 ]
 
 
-class ForgetReceipt(OutputModel):
+class ForgetReceipt(FixedFieldsReceipt):
     """The journal receipt of a tombstone (an admitted state → tombstoned)."""
 
     event_id: NonEmpty

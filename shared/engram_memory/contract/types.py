@@ -51,6 +51,11 @@ def utf8_len(value: str) -> int:
         raise _refuse("utf8") from None
 
 
+def _utf8(value: str) -> str:
+    utf8_len(value)
+    return value
+
+
 def _byte_bounds(low: int, high: int) -> Callable[[str], str]:
     def check(value: str) -> str:
         if not low <= utf8_len(value) <= high:
@@ -91,12 +96,6 @@ def _instant(value: str) -> str:
         raise _refuse("instant") from None
     if parsed.strftime(_INSTANT_FORMAT) != value[:19]:
         raise _refuse("instant")
-    return value
-
-
-def _idempotency_key(value: str) -> str:
-    if sum(1 for ch in value if ch.isascii()) < 16:
-        raise _refuse("idempotency_key_ascii")
     return value
 
 
@@ -155,14 +154,11 @@ IdempotencyKey = Annotated[
     Strict(),
     AfterValidator(_byte_bounds(16, 256)),
     AfterValidator(_nfc),
-    AfterValidator(_idempotency_key),
-    _string_schema(
-        minLength=16,
-        maxLength=256,
-        description="NFC, 16..256 UTF-8 bytes with at least 16 ASCII characters",
-    ),
+    _string_schema(minLength=4, maxLength=256, description="NFC, 16..256 UTF-8 bytes"),
 ]
-"""An idempotency key: NFC, 16..256 UTF-8 bytes, at least 16 ASCII characters."""
+"""An idempotency key: NFC, 16..256 UTF-8 bytes (CONTRACT §3.5; "use at least 16 ASCII
+characters" is advice to callers, not a rule). The published ``minLength`` is 4 because a
+key of 16 bytes may be 4 characters of 4 bytes each."""
 
 RecordId = Annotated[
     str,
@@ -217,18 +213,15 @@ ComponentText = Annotated[
 ]
 """A component's text: 1..65536 UTF-8 bytes."""
 
-LocatorValue = Annotated[
-    str,
-    Strict(),
-    AfterValidator(_byte_bounds(1, 4096)),
-    _string_schema(minLength=1, maxLength=4096),
-]
-"""A citation locator value: 1..4096 UTF-8 bytes."""
+PlainText = Annotated[str, Strict(), AfterValidator(_utf8), _string_schema()]
+"""A string the contract gives no encoding rule (``type_ref``, ``locator.scheme``,
+``locator.value``, ``family_refs[]``): any length, no NFC rule; only the 1,048,576-byte
+argument ceiling and valid UTF-8 bound it."""
 
 Attestation = Annotated[
     str,
     Strict(),
-    AfterValidator(_byte_bounds(1, 4096)),
-    _string_schema(minLength=1, maxLength=4096),
+    AfterValidator(_byte_bounds(0, 4096)),
+    _string_schema(maxLength=4096),
 ]
-"""An evidence attestation: 1..4096 UTF-8 bytes."""
+"""An evidence attestation: at most 4096 UTF-8 bytes (the empty string included)."""

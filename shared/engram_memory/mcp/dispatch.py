@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from engram_memory.contract.envelope import failure, failure_for_unexpected
 from engram_memory.contract.invocation import ContextModel, ToolInvocation
 from engram_memory.domain.context import MUTATING_TOOLS, InvocationContext, Tool
-from engram_memory.domain.errors import DeadlineExceeded, EngramError, MutationOutcomeUnknown
+from engram_memory.domain.errors import DeadlineExceeded, EngramError
 
 logger = logging.getLogger(__name__)
 
@@ -43,12 +43,29 @@ def purpose_of(tool: Tool, arguments: Mapping[str, Any]) -> object | None:
 
 
 def purpose_mismatch(tool: Tool, arguments: Mapping[str, Any], context: InvocationContext) -> bool:
-    """True when the arguments claim a purpose other than the host-bound one.
+    """True when the arguments claim, as a string, a purpose other than the host-bound one.
 
-    An absent purpose is not a mismatch: the closed schema reports it as INVALID_SCHEMA.
+    An absent purpose or one of the wrong JSON type is not a mismatch but malformed
+    arguments: the closed schema reports it as INVALID_SCHEMA (fix the arguments).
     """
     claimed = purpose_of(tool, arguments)
-    return claimed is not None and claimed != context.purpose_ref
+    return isinstance(claimed, str) and claimed != context.purpose_ref
+
+
+def missing_confirmation(tool: Tool, context: InvocationContext) -> bool:
+    """True when ``tool`` is gated for this context but the host bound no confirmation.
+
+    CONTRACT §0 lists "missing confirmation reference" among the -32603 causes: the host
+    failed to bind what it must. A reference that is present but invalid, expired, used
+    or mismatched is the gate's answer (gate_failed), given by the tool.
+    """
+    return context.requires_confirmation(tool) and context.confirmation_ref is None
+
+
+def protocol_refusal(tool: Tool, arguments: Mapping[str, Any], context: InvocationContext
+                     ) -> bool:
+    """True when the call must be refused with -32603 before any tool runs."""
+    return purpose_mismatch(tool, arguments, context) or missing_confirmation(tool, context)
 
 
 def build_invocation(
@@ -69,11 +86,9 @@ def _well_formed(envelope: object) -> bool:
 
 
 def _unexpected(tool: Tool, audit_id: str) -> dict[str, Any]:
-    # The call may have reached the tool, so a mutation may have committed: a blind retry
-    # is not safe to suggest. Reads stay a plain retriable STORE_UNAVAILABLE.
-    if tool in MUTATING_TOOLS:
-        return failure(MutationOutcomeUnknown, audit_id)
-    return failure_for_unexpected(audit_id)
+    # The call may have reached the tool, so a mutation may have committed (the same rule
+    # as inside the tool Lambda: contract.envelope.failure_for_unexpected).
+    return failure_for_unexpected(audit_id, mutation=tool in MUTATING_TOOLS)
 
 
 def dispatch(

@@ -30,7 +30,7 @@ from starlette.routing import BaseRoute, Route
 
 from engram_memory import CONTRACT_VERSION, PROVIDER
 from engram_memory.domain.context import InvocationContext, Tool
-from engram_memory.mcp.dispatch import ClockMs, ToolInvoker, dispatch, purpose_mismatch
+from engram_memory.mcp.dispatch import ClockMs, ToolInvoker, dispatch, protocol_refusal
 from engram_memory.mcp.host_context import (
     HostTokenVerifier,
     UntrustedContext,
@@ -38,7 +38,8 @@ from engram_memory.mcp.host_context import (
     verify_agent_token,
 )
 from engram_memory.mcp.http_guard import HostOriginGuard, PostOnly
-from engram_memory.mcp.tools import INSTRUCTIONS, granted_tools, input_schema_by_name
+from engram_memory.mcp.purpose_binding import RequestAuthorization, bound_purpose
+from engram_memory.mcp.tools import granted_tools, input_schema_by_name, instructions_for
 
 logger = logging.getLogger(__name__)
 
@@ -100,13 +101,13 @@ class Endpoint:
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
-        """Verify, authorize the tool, check the purpose, dispatch, wrap the envelope."""
+        """Verify, authorize the tool, check purpose and confirmation, dispatch, wrap."""
         context = context_of(ctx, self.verifier())
         tool = Tool.from_mcp_name(params.name)
         if tool is None or tool not in context.capabilities:
             raise _unknown_tool()
         arguments: dict[str, Any] = dict(params.arguments or {})
-        if purpose_mismatch(tool, arguments, context):
+        if protocol_refusal(tool, arguments, context):
             raise _untrusted()
         envelope = await anyio.to_thread.run_sync(
             dispatch, tool, context, arguments, self.invoker, self.clock_ms
@@ -114,19 +115,40 @@ class Endpoint:
         return envelope_result(envelope)
 
 
+class MemoryServer(Server[Any]):
+    """The low-level server whose instructions name the purpose of the current request.
+
+    The SDK reads ``instructions`` while it answers ``initialize`` / ``server/discover``,
+    inside the HTTP request (mcp/purpose_binding.py), so the text follows that request's
+    verified token; the value given to the constructor is not used.
+    """
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self._endpoint = endpoint
+        super().__init__(
+            "engram-memory",
+            version=CONTRACT_VERSION,
+            title="Engram memory",
+            description=f"{PROVIDER} governed long-term memory",
+            on_list_tools=endpoint.list_tools,
+            on_call_tool=endpoint.call_tool,
+            # A static lookup: Mcp-Param header checks never run the (token-checked) listing.
+            get_tool_input_schema=input_schema_by_name,
+        )
+
+    @property
+    def instructions(self) -> str:
+        """The instructions for the current request (naming its bound purpose, if any)."""
+        return instructions_for(bound_purpose(self._endpoint.verifier()))
+
+    @instructions.setter
+    def instructions(self, _value: str | None) -> None:
+        """Ignored: the text is derived per request."""
+
+
 def build_server(endpoint: Endpoint) -> Server[Any]:
     """The low-level MCP server of the six memory tools."""
-    return Server(
-        "engram-memory",
-        version=CONTRACT_VERSION,
-        title="Engram memory",
-        description=f"{PROVIDER} governed long-term memory",
-        instructions=INSTRUCTIONS,
-        on_list_tools=endpoint.list_tools,
-        on_call_tool=endpoint.call_tool,
-        # A static lookup: Mcp-Param header checks never run the (token-checked) listing.
-        get_tool_input_schema=input_schema_by_name,
-    )
+    return MemoryServer(endpoint)
 
 
 def transport_security(
@@ -189,7 +211,7 @@ def build_app(
     The manager's Host/Origin settings guard every route (``mcp/http_guard.py``).
     """
     routes: list[BaseRoute] = [
-        Route(MCP_PATH, PostOnly(StreamableHTTPASGIApp(manager))),
+        Route(MCP_PATH, PostOnly(RequestAuthorization(StreamableHTTPASGIApp(manager)))),
         *well_known_routes(issuer, resource_url),
         *extra_routes,
     ]

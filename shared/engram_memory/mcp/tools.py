@@ -8,6 +8,7 @@ the output schema is the envelope, success and failure forms.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -33,6 +34,26 @@ INSTRUCTIONS = (
     " requested and decided by the host policy. A -32603 or -32602 error is a protocol"
     " refusal: stop and report to the host operator; do not retry with altered arguments."
 )
+_PURPOSE_HINT = " purpose_ref: the one named in this server's instructions (bound by the host)."
+_NO_PURPOSE = (
+    " Your purpose_ref is bound by the host in the token of each request; this request"
+    " carried no verified token, so none can be named here: ask the host operator."
+)
+
+
+def instructions_for(purpose: str | None) -> str:
+    """The server instructions for a request whose verified token binds ``purpose``.
+
+    The purpose is quoted as a JSON string, so any character it holds reads unambiguously.
+    """
+    if purpose is None:
+        return INSTRUCTIONS + _NO_PURPOSE
+    quoted = json.dumps(purpose, ensure_ascii=False)
+    return (
+        INSTRUCTIONS + f" Your purpose_ref is {quoted}, bound by the host to this session:"
+        " pass it exactly, as purpose_ref in search and get and as payload.purpose_ref in"
+        " capture. Another value is a protocol refusal (-32603)."
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,9 +74,8 @@ TOOL_TABLE: tuple[ToolSpec, ...] = (
         "Search memory",
         "Find current (accepted) memories relevant to a query, with citations and a rank"
         " receipt. Use it before capturing: if an equivalent record exists, cite its record_id"
-        " instead of capturing again. purpose_ref must be the purpose the host gave you. An"
-        " empty list means no match; pending or withdrawn material is never returned."
-        + _PROTOCOL_NOTE,
+        " instead of capturing again. An empty list means no match; pending or withdrawn"
+        " material is never returned." + _PURPOSE_HINT + _PROTOCOL_NOTE,
         read_only=True, destructive=False, idempotent=True,
     ),
     ToolSpec(
@@ -63,7 +83,7 @@ TOOL_TABLE: tuple[ToolSpec, ...] = (
         "Read one memory",
         "Read one known current record by record_id (copied exactly as returned by search),"
         " without ranking. NOT_FOUND means unknown, outside your scope or no longer current;"
-        " treat it as unavailable and do not probe." + _PROTOCOL_NOTE,
+        " treat it as unavailable and do not probe." + _PURPOSE_HINT + _PROTOCOL_NOTE,
         read_only=True, destructive=False, idempotent=True,
     ),
     ToolSpec(
@@ -72,8 +92,8 @@ TOOL_TABLE: tuple[ToolSpec, ...] = (
         "Submit durable, cited knowledge as an encrypted pending candidate. Not for in-progress"
         " state, transcripts, raw tool output, speculation, secrets or credentials. Every"
         " component cites at least one citation; a candidate_id is not a record_id and"
-        " cannot be searched until admission accepts it. Omit retention unless told."
-        + _MUTATION_NOTE + _PROTOCOL_NOTE,
+        " cannot be searched until admission accepts it. Omit retention unless told. payload."
+        + _PURPOSE_HINT.lstrip() + _MUTATION_NOTE + _PROTOCOL_NOTE,
         read_only=False, destructive=False, idempotent=True,
     ),
     ToolSpec(
@@ -89,8 +109,9 @@ TOOL_TABLE: tuple[ToolSpec, ...] = (
         Tool.WITHDRAW,
         "Withdraw a pending candidate",
         "End a pending candidate and destroy its key. Always requires a human confirmation"
-        " obtained by the host; gate_failed means ask the human through the host (a"
-        " confirmed flag in the arguments has no effect)." + _MUTATION_NOTE + _PROTOCOL_NOTE,
+        " obtained and bound by the host (you cannot confirm: confirmation is never an"
+        " argument); gate_failed means ask the human through the host." + _MUTATION_NOTE
+        + _PROTOCOL_NOTE,
         read_only=False, destructive=True, idempotent=True,
     ),
     ToolSpec(

@@ -23,6 +23,7 @@ from engram_memory.services.mutation import (
     Sleep,
     commit_fenced,
     gate_refusal_explained,
+    state_behind_gate,
     stored_result,
     with_rereads,
 )
@@ -62,11 +63,12 @@ class ForgetService:
                                   args["idempotency_key"], Tool.FORGET.value, intent)
             if prior is not None:
                 return dump_value(ForgetValue.model_validate({**prior, "replayed": True}))
-            record = self._store.get_record(ctx.scope, args["record_id"])
-            if record is None:
-                raise NotFound
-            to_state = transition(State(record.state), Operation.TOMBSTONE)
             now_ms = self._clock.now_ms()
+            with state_behind_gate(self._gate, ctx, Tool.FORGET, args, now_ms):
+                record = self._store.get_record(ctx.scope, args["record_id"])
+                if record is None:
+                    raise NotFound
+                to_state = transition(State(record.state), Operation.TOMBSTONE)
             gate_item = self._gate.consume_item(ctx, Tool.FORGET, args["record_id"],
                                                 operation_digest(Tool.FORGET, args), now_ms)
             move = Transition(ctx=ctx, tool=Tool.FORGET, arguments=args,

@@ -33,3 +33,14 @@ class RefusingGate:
         now_ms: int,
     ) -> None:
         """Nothing to explain: nothing was ever approved."""
+
+    def require_approval(
+        self,
+        ctx: InvocationContext,
+        tool: Tool,
+        target: str,
+        operation_digest: str,
+        now_ms: int,
+    ) -> None:
+        """Always GateFailed: nothing is ever approved."""
+        raise GateFailed

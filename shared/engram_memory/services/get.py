@@ -21,7 +21,11 @@ from engram_memory.domain.instant import format_instant
 from engram_memory.domain.intent import operation_digest
 from engram_memory.domain.receipts import authorization_receipt, authorization_receipt_digest
 from engram_memory.services.budget import check_single
-from engram_memory.services.eligibility import is_eligible
+from engram_memory.services.eligibility import (
+    PURPOSE_SCOPE_BOUND,
+    is_eligible,
+    visible_purpose,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -59,10 +63,12 @@ def revalidation_digest(row: RecordRow, system_as_of: str, valid_as_of: str) -> 
 class GetService:
     """The get use case (a ToolService: ``(ctx, args) -> value``)."""
 
-    def __init__(self, records: RecordReader, clock: Clock, redactor: Redactor) -> None:
+    def __init__(self, records: RecordReader, clock: Clock, redactor: Redactor, *,
+                 purpose_scope: str = PURPOSE_SCOPE_BOUND) -> None:
         self._records = records
         self._clock = clock
         self._redactor = redactor
+        self._purpose_scope = purpose_scope
 
     def __call__(self, ctx: InvocationContext, args: BaseModel) -> dict[str, Any]:
         """Return the record packet or raise NotFound."""
@@ -73,7 +79,9 @@ class GetService:
         system_as_of = self._records.journal_head(ctx.scope)
         now_ms = self._clock.now_ms()
         row = self._records.get_record(ctx.scope, args.record_id)
-        if row is None or not is_eligible(row, system_as_of=system_as_of, valid_as_of_ms=now_ms):
+        purpose = visible_purpose(ctx.purpose_ref, self._purpose_scope)
+        if row is None or not is_eligible(row, system_as_of=system_as_of,
+                                          valid_as_of_ms=now_ms, purpose=purpose):
             raise NotFound
         value = self._value(ctx, args, row, str(system_as_of), format_instant(now_ms))
         check_single(value, args.max_packet_bytes)

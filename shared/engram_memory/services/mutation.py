@@ -14,7 +14,14 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from engram_memory.domain.errors import DigestConflict, FenceLost, GateFailed
+from engram_memory.domain.errors import (
+    AlreadyTerminal,
+    DigestConflict,
+    FenceLost,
+    GateFailed,
+    IllegalTransition,
+    NotFound,
+)
 from engram_memory.domain.intent import operation_digest, target_of
 from engram_memory.domain.journal import Actor
 from engram_memory.services.ports import (
@@ -116,6 +123,25 @@ def gate_refusal_explained(gate: ConfirmationGate, ctx: InvocationContext, tool:
     except GateFailed:
         gate.explain_refusal(ctx, tool, target_of(tool, arguments),
                              operation_digest(tool, arguments), now_ms)
+        raise
+
+
+@contextmanager
+def state_behind_gate(gate: ConfirmationGate, ctx: InvocationContext, tool: Tool,
+                      arguments: Mapping[str, Any], now_ms: int) -> Iterator[None]:
+    """Around the state read of a gated call: the gate answers before the state does.
+
+    A refusal that depends on the target's state (NOT_FOUND, ALREADY_TERMINAL,
+    ILLEGAL_TRANSITION) reaches only a call a human approved for that target; any other
+    call gets gate_failed, so an unapproved agent cannot tell a hidden record from an
+    unknown id. A target that can move goes on to the commit, whose consuming element is
+    the gate; so the approval is read only on this refusal path.
+    """
+    try:
+        yield
+    except (NotFound, AlreadyTerminal, IllegalTransition):
+        gate.require_approval(ctx, tool, target_of(tool, arguments),
+                              operation_digest(tool, arguments), now_ms)
         raise
 
 

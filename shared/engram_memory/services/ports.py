@@ -143,6 +143,22 @@ class ConfirmationGate(Protocol):
         """
         ...
 
+    def require_approval(
+        self,
+        ctx: InvocationContext,
+        tool: Tool,
+        target: str,
+        operation_digest: str,
+        now_ms: int,
+    ) -> None:
+        """Read only: return when a usable approval of exactly this call exists; otherwise
+        GateFailed (DigestConflict when the approval of this call names other arguments).
+
+        Asked before a refusal that would reveal the target's state (NOT_FOUND,
+        ALREADY_TERMINAL, ILLEGAL_TRANSITION): only a call a human approved may learn it.
+        """
+        ...
+
 
 # --- the store --------------------------------------------------------------------------
 

@@ -34,7 +34,11 @@ from engram_memory.domain.ranking import DEFAULT_CONFIG, RankingConfig, ScoredRe
 from engram_memory.domain.tail_merge import merge_tail
 from engram_memory.domain.tokenizer import query_terms
 from engram_memory.services.budget import fit_prefix
-from engram_memory.services.eligibility import is_eligible
+from engram_memory.services.eligibility import (
+    PURPOSE_SCOPE_BOUND,
+    is_eligible,
+    visible_purpose,
+)
 from engram_memory.services.paging import PageCursorCodec, PageState, delivered_digest
 from engram_memory.services.search_tail import DEFAULT_TAIL_BOUND, JournalTail
 
@@ -95,8 +99,10 @@ class SearchService:
     def __init__(self, records: RecordReader, projection: ProjectionStore, clock: Clock,
                  codec: PageCursorCodec, redactor: Redactor,
                  config: RankingConfig = DEFAULT_CONFIG, semantic: object | None = None,
-                 tail_bound: int = DEFAULT_TAIL_BOUND) -> None:
+                 tail_bound: int = DEFAULT_TAIL_BOUND,
+                 purpose_scope: str = PURPOSE_SCOPE_BOUND) -> None:
         self._records = records
+        self._purpose_scope = purpose_scope
         self._projection = projection
         self._tail = JournalTail(records, projection, tail_bound)
         self._clock = clock
@@ -118,7 +124,9 @@ class SearchService:
             raise StalePage  # the journal went backwards (a restore): the ordering is void
         now_ms = self._clock.now_ms()
         offset = state.offset if state is not None else 0
-        hits = self._revalidate(ctx.scope, ranked, offset + args.limit + 1, system_as_of, now_ms)
+        purpose = visible_purpose(ctx.purpose_ref, self._purpose_scope)
+        hits = self._revalidate(ctx.scope, ranked, offset + args.limit + 1, system_as_of, now_ms,
+                                purpose)
         ids = [hit[0].record_id for hit in hits]
         if state is not None and (
             len(ids) < offset or delivered_digest(ids[:offset]) != state.delivered_digest
@@ -170,7 +178,7 @@ class SearchService:
         return score_postings(terms, lexical.postings, lexical.stats, self._config, lexical.dfs)
 
     def _revalidate(self, scope: Scope, ranked: list[ScoredRecord], need: int,
-                    system_as_of: int, now_ms: int) -> list[Hit]:
+                    system_as_of: int, now_ms: int, purpose: str | None) -> list[Hit]:
         """Eligible hits in rank order, at most ``need``, read in consistent batches."""
         hits: list[Hit] = []
         position = 0
@@ -182,7 +190,7 @@ class SearchService:
             for scored in batch:
                 row = rows.get(scored.record_id)
                 if row is not None and is_eligible(
-                    row, system_as_of=system_as_of, valid_as_of_ms=now_ms
+                    row, system_as_of=system_as_of, valid_as_of_ms=now_ms, purpose=purpose
                 ):
                     hits.append((scored, row))
                     if len(hits) == need:

@@ -20,6 +20,7 @@ from engram_memory.services.mutation import (
     Sleep,
     commit_fenced,
     gate_refusal_explained,
+    state_behind_gate,
     stored_result,
     with_rereads,
 )
@@ -62,12 +63,13 @@ class WithdrawService:
                                   args["idempotency_key"], Tool.WITHDRAW.value, intent)
             if prior is not None:
                 return dump_value(WithdrawValue.model_validate({**prior, "replayed": True}))
-            candidate = self._store.get_candidate(ctx.scope, args["candidate_id"])
-            if candidate is None:
-                raise NotFound
-            state = _CANDIDATE_LIFECYCLE.get(candidate.state) or State(candidate.state)
-            to_state = transition(state, Operation.WITHDRAW)
             now_ms = self._clock.now_ms()
+            with state_behind_gate(self._gate, ctx, Tool.WITHDRAW, args, now_ms):
+                candidate = self._store.get_candidate(ctx.scope, args["candidate_id"])
+                if candidate is None:
+                    raise NotFound
+                state = _CANDIDATE_LIFECYCLE.get(candidate.state) or State(candidate.state)
+                to_state = transition(state, Operation.WITHDRAW)
             gate_item = self._gate.consume_item(ctx, Tool.WITHDRAW, args["candidate_id"],
                                                 operation_digest(Tool.WITHDRAW, args), now_ms)
             move = Transition(ctx=ctx, tool=Tool.WITHDRAW, arguments=args,

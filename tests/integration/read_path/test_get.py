@@ -4,10 +4,11 @@ import json
 from typing import Any
 
 from engram_memory import bootstrap
+from engram_memory.contract.content_digest import content_digest
 from engram_memory.domain.canonical import DigestKind, digest
 from engram_memory.domain.instant import format_instant
 
-from tests.integration.read_path.conftest import ReadPath, error_code
+from tests.integration.read_path.conftest import ReadPath, error_code, payload_args
 
 UNKNOWN_ID = "mem_" + "q" * 52
 
@@ -112,3 +113,29 @@ def test_the_host_allowlist_redacts_fields_with_a_recomputable_receipt(
     packet = read_path.search("dingo")["output"]["value"]["records"][0]
     assert packet["record"] == value["record"]
     assert packet["redacted_fields"] == value["redacted_fields"]
+
+
+def test_a_claimed_content_digest_is_kept_as_claimed_and_never_recomputed(
+    read_path: ReadPath,
+) -> None:
+    # Issue 15 item 9 (content_digest) and item 4 (strings the contract leaves free):
+    # the digest of bytes the server never saw, an NFD type_ref, a locator value over
+    # 4,096 bytes and an empty family list all go through capture, admission and get.
+    claimed = content_digest(b"Vole release notes, as served by the wiki.\r\n")
+    payload = payload_args("Vole exports nightly.", "unused-key-0000-0000")["payload"]
+    citations = payload["citations"]
+    citations[0]["content_digest"] = claimed
+    citations[0]["locator"]["value"] = "https://wiki.example/vole#" + "x" * 5000
+    event = {**payload["primary_event"], "type_ref": "de\u0301cision"}
+    record_id = read_path.admit("Vole exports nightly.", citations=citations,
+                                primary_event=event, reconciliation={"family_refs": []})
+    record = read_path.get(record_id)["output"]["value"]["record"]
+    assert record["citations"][0]["content_digest"] == claimed
+    assert record["citations"][0]["locator"]["value"].endswith("x" * 5000)
+    assert record["primary_event"]["type_ref"] == "de\u0301cision"
+
+
+def test_the_reference_content_digest_hashes_the_exact_bytes() -> None:
+    assert content_digest(b"abc") == (
+        "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+    assert content_digest("é".encode()) != content_digest("e\u0301".encode())

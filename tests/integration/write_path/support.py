@@ -105,8 +105,9 @@ class ApprovalGate:
     for the tool, target and operation digest the approval names (single use).
     """
 
-    def __init__(self, table_name: str) -> None:
+    def __init__(self, table_name: str, client: Any) -> None:
         self.table_name = table_name
+        self.client = client
 
     def approve(self, dynamodb: Any, ref: str, tool: Tool, target: str, digest: str) -> None:
         """Record a human approval for one exact call."""
@@ -119,6 +120,19 @@ class ApprovalGate:
     def explain_refusal(self, ctx: InvocationContext, tool: Tool, target: str,
                         operation_digest: str, now_ms: int) -> None:
         """A refusal of this gate is always gate_failed."""
+
+    def require_approval(self, ctx: InvocationContext, tool: Tool, target: str,
+                         operation_digest: str, now_ms: int) -> None:
+        """GateFailed unless the approval item names exactly this call, still unused."""
+        if ctx.confirmation_ref is None:
+            raise GateFailed
+        item = self.client.get_item(TableName=self.table_name, ConsistentRead=True, Key={
+            "pk": {"S": f"TESTCONF#{ctx.scope.key}"},
+            "sk": {"S": f"REF#{ctx.confirmation_ref}"}}).get("Item") or {}
+        wanted = {"state": "approved", "tool": tool.value, "target": target,
+                  "operation_digest": operation_digest}
+        if any(item.get(name, {}).get("S") != text for name, text in wanted.items()):
+            raise GateFailed
 
     def consume_item(self, ctx: InvocationContext, tool: Tool, target: str,
                      operation_digest: str, now_ms: int) -> dict[str, Any]:
@@ -143,7 +157,7 @@ class ApprovalGate:
 
 def install_approval_gate(table_name: str) -> ApprovalGate:
     """Wire an ApprovalGate into the composition root."""
-    gate = ApprovalGate(table_name)
+    gate = ApprovalGate(table_name, bootstrap.dynamodb_client())
     bootstrap.override(gate=gate)
     return gate
 

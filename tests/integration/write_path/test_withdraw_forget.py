@@ -88,20 +88,54 @@ def test_a_withdrawn_candidate_can_never_be_admitted(aws: AwsEnv) -> None:
     assert code(admit(cand)) == "NOT_FOUND"
 
 
-def test_withdraw_reports_unknown_terminal_and_admitted_candidates(aws: AwsEnv) -> None:
+def _approved_call(aws: AwsEnv, gate: ApprovalGate, tool: Tool, args: dict,
+                   ref: str) -> dict:
+    """Call ``tool`` with a human approval of exactly these arguments."""
+    target = str(args.get("candidate_id") or args.get("record_id"))
+    _approve(aws, gate, tool, target, args, ref)
+    return call(tool, args, confirmation_ref=ref)
+
+
+def _without_audit(envelope: dict) -> dict:
+    return {k: v for k, v in envelope.items() if k != "auditId"}
+
+
+def test_withdraw_reports_unknown_terminal_and_admitted_candidates_to_an_approved_call(
+        aws: AwsEnv) -> None:
     gate = install_approval_gate(aws.settings.table_name)
-    assert code(call(Tool.WITHDRAW, withdraw_args("cand_" + "c" * 52))) == "NOT_FOUND"
+    unknown = withdraw_args("cand_" + "c" * 52)
+    assert code(_approved_call(aws, gate, Tool.WITHDRAW, unknown, "ref-w-unknown")
+                ) == "NOT_FOUND"
     cand = capture()["candidate_id"]
-    assert code(call(Tool.WITHDRAW, withdraw_args(cand), workspace_id="ws-other")) == "NOT_FOUND"
-    args = withdraw_args(cand)
-    _approve(aws, gate, Tool.WITHDRAW, cand, args, "ref-withdraw-1")
-    value(call(Tool.WITHDRAW, args, confirmation_ref="ref-withdraw-1"))
-    assert code(call(Tool.WITHDRAW, withdraw_args(cand, key="withdraw-key-0002-ingest"))
+    assert code(call(Tool.WITHDRAW, withdraw_args(cand), workspace_id="ws-other",
+                     confirmation_ref="ref-w-unknown")) == "gate_failed"
+    value(_approved_call(aws, gate, Tool.WITHDRAW, withdraw_args(cand), "ref-withdraw-1"))
+    again = withdraw_args(cand, key="withdraw-key-0002-ingest")
+    assert code(_approved_call(aws, gate, Tool.WITHDRAW, again, "ref-w-again")
                 ) == "ALREADY_TERMINAL"
     admitted = capture(text="Admitted content.", key="capture-key-0002-ingest")["candidate_id"]
     value(admit(admitted))
-    assert code(call(Tool.WITHDRAW, withdraw_args(admitted, key="withdraw-key-0003-ingest"))
+    late = withdraw_args(admitted, key="withdraw-key-0003-ingest")
+    assert code(_approved_call(aws, gate, Tool.WITHDRAW, late, "ref-w-late")
                 ) == "ILLEGAL_TRANSITION"
+
+
+def test_an_unapproved_withdraw_cannot_tell_unknown_terminal_and_admitted_apart(
+        aws: AwsEnv) -> None:
+    # Issue 15 item 2: the state was read before the gate, so these three answered
+    # NOT_FOUND, ALREADY_TERMINAL and ILLEGAL_TRANSITION to a call nobody approved.
+    gate = install_approval_gate(aws.settings.table_name)
+    withdrawn = capture()["candidate_id"]
+    value(_approved_call(aws, gate, Tool.WITHDRAW, withdraw_args(withdrawn), "ref-w-1"))
+    admitted = capture(text="Admitted content.", key="capture-key-0002-ingest")["candidate_id"]
+    value(admit(admitted))
+    targets = ("cand_" + "c" * 52, withdrawn, admitted)
+    before = aws.scan_all()
+    answers = [call(Tool.WITHDRAW, withdraw_args(t, key="withdraw-key-0009-ingest"),
+                    confirmation_ref="ref-never-approved") for t in targets]
+    assert [code(a) for a in answers] == ["gate_failed"] * 3
+    assert len({json.dumps(_without_audit(a)) for a in answers}) == 1
+    assert aws.scan_all() == before
 
 
 def test_a_confirmation_for_another_target_fails_the_gate(aws: AwsEnv) -> None:
@@ -161,14 +195,36 @@ def test_forget_replays_and_refuses_a_second_tombstone(aws: AwsEnv) -> None:
     assert again["replayed"] is True
     assert json.dumps(again["receipt"]) == json.dumps(first["receipt"])
     second = forget_args(record_id, key="forget-key-0002-ingest")
-    assert code(call(Tool.FORGET, second)) == "ALREADY_TERMINAL"
+    assert code(call(Tool.FORGET, second)) == "gate_failed"
+    assert code(_approved_call(aws, gate, Tool.FORGET, second, "ref-forget-2")
+                ) == "ALREADY_TERMINAL"
 
 
-def test_forget_of_an_unknown_or_foreign_record_is_not_found(aws: AwsEnv) -> None:
+def test_forget_of_an_unknown_or_foreign_record_is_not_found_to_an_approved_call(
+        aws: AwsEnv) -> None:
+    gate = install_approval_gate(aws.settings.table_name)
     record_id = _admitted_record(aws)
-    assert code(call(Tool.FORGET, forget_args("mem_" + "d" * 52))) == "NOT_FOUND"
-    assert code(call(Tool.FORGET, forget_args(record_id), workspace_id="ws-other")
+    unknown = forget_args("mem_" + "d" * 52)
+    assert code(_approved_call(aws, gate, Tool.FORGET, unknown, "ref-f-unknown")
                 ) == "NOT_FOUND"
+    assert code(call(Tool.FORGET, forget_args(record_id), workspace_id="ws-other")
+                ) == "gate_failed"
+
+
+def test_an_unapproved_forget_cannot_tell_a_tombstoned_record_from_an_unknown_id(
+        aws: AwsEnv) -> None:
+    # Issue 15 item 2: before, the tombstoned record answered ALREADY_TERMINAL and the
+    # unknown id NOT_FOUND, to a call nobody approved.
+    gate = install_approval_gate(aws.settings.table_name)
+    record_id = _admitted_record(aws)
+    value(_approved_call(aws, gate, Tool.FORGET, forget_args(record_id), "ref-f-1"))
+    before = aws.scan_all()
+    answers = [call(Tool.FORGET, forget_args(target, key="forget-key-0009-ingest"),
+                    confirmation_ref="ref-never-approved")
+               for target in ("mem_" + "d" * 52, record_id)]
+    assert [code(a) for a in answers] == ["gate_failed"] * 2
+    assert _without_audit(answers[0]) == _without_audit(answers[1])
+    assert aws.scan_all() == before
 
 
 def test_a_used_confirmation_cannot_be_used_again(aws: AwsEnv) -> None:

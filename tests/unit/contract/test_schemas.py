@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from engram_memory.contract.envelope import failure, success
-from engram_memory.contract.schemas import input_schema, output_schema
+from engram_memory.contract.schemas import input_schema, output_schema, value_schema
 from engram_memory.domain.context import Tool
 from engram_memory.domain.errors import ALL_ERRORS, InvalidSchema, NotFound
 from jsonschema import Draft7Validator, Draft202012Validator
@@ -140,3 +140,21 @@ def test_published_schemas_are_fresh_copies() -> None:
     schema = input_schema(Tool.SEARCH)
     schema["properties"].clear()
     assert input_schema(Tool.SEARCH)["properties"]
+
+
+@pytest.mark.parametrize(("tool", "fields"), [
+    (Tool.WITHDRAW, ("operation", "from_state", "to_state")),
+    (Tool.FORGET, ("operation", "from_state", "to_state")),
+])
+def test_receipt_fields_that_are_always_present_are_required(
+    tool: Tool, fields: tuple[str, ...]
+) -> None:
+    # Issue 15 item 5: the literal fields had defaults, so the published receipt schema
+    # did not require them although every receipt carries them.
+    receipt = value_schema(tool)["properties"]["receipt"]
+    assert set(fields) <= set(receipt["required"])
+    validator = _validator(output_schema(tool))
+    for name in fields:
+        value = fx.sample_values()[tool.value]
+        del value["receipt"][name]
+        assert not validator.is_valid(success(value, "audit-1")), name

@@ -65,3 +65,9 @@ def test_an_unexpected_exception_becomes_a_generic_retriable_failure() -> None:
         "message": "The memory store is unavailable.",
         "retriable": True,
     }
+
+
+def test_an_unexpected_exception_in_a_mutation_leaves_its_outcome_unknown() -> None:
+    env = failure_for_unexpected("audit-4", mutation=True)
+    assert env["error"]["code"] == "MUTATION_OUTCOME_UNKNOWN"
+    assert env["error"]["retriable"] is True

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,12 @@ from engram_memory.adapters.lambda_invoker import LambdaInvoker, function_names_
 from engram_memory.contract.envelope import failure, success
 from engram_memory.domain.context import MUTATING_TOOLS, InvocationContext, Scope, Tool
 from engram_memory.domain.errors import MutationOutcomeUnknown, NotFound, StoreUnavailable
-from engram_memory.mcp.dispatch import dispatch, purpose_mismatch
+from engram_memory.mcp.dispatch import (
+    dispatch,
+    missing_confirmation,
+    protocol_refusal,
+    purpose_mismatch,
+)
 
 CTX = InvocationContext(
     scope=Scope("t1", "ws1"), principal="alice", agent_id="a1", session_id="s1",
@@ -102,7 +108,11 @@ def test_a_malformed_answer_from_a_mutation_leaves_its_outcome_unknown() -> None
     [
         (Tool.SEARCH, {"purpose_ref": "purpose:x"}, False),
         (Tool.SEARCH, {"purpose_ref": "purpose:y"}, True),
-        (Tool.GET, {"purpose_ref": 3}, True),
+        # Issue 15 item 6: a purpose of the wrong JSON type was -32603; it is malformed
+        # arguments (INVALID_SCHEMA from the tool), not a purpose mismatch.
+        (Tool.GET, {"purpose_ref": 3}, False),
+        (Tool.SEARCH, {"purpose_ref": ["purpose:y"]}, False),
+        (Tool.CAPTURE, {"payload": {"purpose_ref": {"ref": "purpose:y"}}}, False),
         (Tool.SEARCH, {}, False),
         (Tool.CAPTURE, {"payload": {"purpose_ref": "purpose:y"}}, True),
         (Tool.CAPTURE, {"payload": {"purpose_ref": "purpose:x"}}, False),
@@ -213,3 +223,24 @@ def test_the_in_process_invoker_calls_the_handler_file_with_a_json_copy(tmp_path
 def test_a_missing_handler_file_is_store_unavailable(tmp_path: Path) -> None:
     with pytest.raises(StoreUnavailable):
         InProcessInvoker(tmp_path).invoke(Tool.GET, {})
+
+
+@pytest.mark.parametrize(
+    ("tool", "confirm_required", "ref", "refused"),
+    [
+        # Issue 15 item 1: a gated call with no confirmation reference reached the tool
+        # (gate_failed); CONTRACT §0 makes it a protocol refusal.
+        (Tool.WITHDRAW, frozenset(), None, True),
+        (Tool.FORGET, frozenset(), None, True),
+        (Tool.CAPTURE, frozenset({Tool.CAPTURE}), None, True),
+        (Tool.WITHDRAW, frozenset(), "ref-present", False),
+        (Tool.CAPTURE, frozenset(), None, False),
+        (Tool.SEARCH, frozenset(), None, False),
+    ],
+)
+def test_a_gated_call_without_a_confirmation_reference_is_a_protocol_refusal(
+    tool: Tool, confirm_required: frozenset[Tool], ref: str | None, refused: bool
+) -> None:
+    ctx = replace(CTX, confirmation_required=confirm_required, confirmation_ref=ref)
+    assert missing_confirmation(tool, ctx) is refused
+    assert protocol_refusal(tool, {}, ctx) is refused

@@ -8,7 +8,7 @@ from engram_memory.domain.errors import (
     StalePage,
 )
 from engram_memory.services.budget import fit_prefix, size_of
-from engram_memory.services.eligibility import is_eligible
+from engram_memory.services.eligibility import is_eligible, visible_purpose
 from engram_memory.services.paging import PageCursorCodec, PageState, delivered_digest
 from engram_memory.services.read_ports import RecordRow
 from engram_memory.services.redaction import DEFAULT_ALLOWLIST, Redactor, json_pointer
@@ -20,7 +20,7 @@ STATE = PageState(scope="t#w", request_digest=delivered_digest(["a"]),
 
 def _row(**changes: object) -> RecordRow:
     base: dict[str, object] = {
-        "record_id": "mem_a", "state": "accepted_current", "record": {"k": 1},
+        "record_id": "mem_a", "state": "accepted_current", "record": {"purpose_ref": "purpose:a"},
         "record_digest": "d", "valid_t": 100, "valid_t_end": 200, "expires_at_ms": 300,
         "recorded_cursor": 5,
     }
@@ -54,16 +54,28 @@ def test_paging_without_a_secret_is_unavailable_rather_than_unprotected() -> Non
 
 
 def test_eligibility_follows_state_cursor_valid_time_and_expiry() -> None:
-    assert is_eligible(_row(), system_as_of=5, valid_as_of_ms=100)
-    assert is_eligible(_row(), system_as_of=5, valid_as_of_ms=200)
-    assert not is_eligible(_row(), system_as_of=4, valid_as_of_ms=150)
-    assert not is_eligible(_row(), system_as_of=5, valid_as_of_ms=99)
-    assert not is_eligible(_row(), system_as_of=5, valid_as_of_ms=201)
-    assert not is_eligible(_row(valid_t_end=None), system_as_of=5, valid_as_of_ms=300)
-    assert is_eligible(_row(valid_t_end=None), system_as_of=5, valid_as_of_ms=299)
-    assert not is_eligible(_row(state="tombstoned"), system_as_of=5, valid_as_of_ms=150)
-    assert not is_eligible(_row(record=None), system_as_of=5, valid_as_of_ms=150)
-    assert not is_eligible(None, system_as_of=5, valid_as_of_ms=150)
+    assert is_eligible(_row(), system_as_of=5, valid_as_of_ms=100, purpose=None)
+    assert is_eligible(_row(), system_as_of=5, valid_as_of_ms=200, purpose=None)
+    assert not is_eligible(_row(), system_as_of=4, valid_as_of_ms=150, purpose=None)
+    assert not is_eligible(_row(), system_as_of=5, valid_as_of_ms=99, purpose=None)
+    assert not is_eligible(_row(), system_as_of=5, valid_as_of_ms=201, purpose=None)
+    assert not is_eligible(_row(valid_t_end=None), system_as_of=5, valid_as_of_ms=300, purpose=None)
+    assert is_eligible(_row(valid_t_end=None), system_as_of=5, valid_as_of_ms=299, purpose=None)
+    assert not is_eligible(_row(state="tombstoned"), system_as_of=5, valid_as_of_ms=150,
+                           purpose=None)
+    assert not is_eligible(_row(record=None), system_as_of=5, valid_as_of_ms=150, purpose=None)
+    assert not is_eligible(None, system_as_of=5, valid_as_of_ms=150, purpose=None)
+
+
+def test_a_record_of_another_purpose_is_ineligible_unless_reads_are_widened() -> None:
+    # Issue 15 item 10: purpose limitation (the host may widen it to the workspace).
+    assert is_eligible(_row(), system_as_of=5, valid_as_of_ms=150, purpose="purpose:a")
+    assert not is_eligible(_row(), system_as_of=5, valid_as_of_ms=150, purpose="purpose:b")
+    assert not is_eligible(_row(record={}), system_as_of=5, valid_as_of_ms=150,
+                           purpose="purpose:a")
+    assert visible_purpose("purpose:b", "purpose") == "purpose:b"
+    assert visible_purpose("purpose:b", "bogus") == "purpose:b"  # fails closed
+    assert visible_purpose("purpose:b", "workspace") is None
 
 
 def test_the_default_allowlist_keeps_every_view_field_and_drops_unknown_ones() -> None:

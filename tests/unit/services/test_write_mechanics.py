@@ -167,6 +167,16 @@ def test_transport_failures_on_a_commit_are_outcome_unknown() -> None:
                       MutationOutcomeUnknown)
 
 
+def test_a_service_error_on_a_commit_other_than_a_cancellation_is_outcome_unknown() -> None:
+    # Issue 15 item 7: a 500 (after the SDK's retries) became STORE_UNAVAILABLE, although
+    # the commit may have landed before it.
+    for code in ("InternalServerError", "ServiceUnavailable", "ValidationException"):
+        error = ClientError({"Error": {"Code": code}}, "TransactWriteItems")
+        assert isinstance(translate_commit(error, KINDS), MutationOutcomeUnknown), code
+    throttled = ClientError({"Error": {"Code": "ThrottlingException"}}, "TransactWriteItems")
+    assert isinstance(translate_commit(throttled, KINDS), RateLimited)
+
+
 def test_throttling_and_service_errors_are_retriable() -> None:
     throttled = ClientError({"Error": {"Code": "ThrottlingException"}}, "GetItem")
     assert isinstance(translate_read(throttled), RateLimited)

@@ -199,9 +199,30 @@ class DynamoConfirmationGate:
         written), so an approved call pays no read of its confirmation. The commit's
         condition stays the single authority; this only names the refusal.
         """
+        if self._verdict(ctx, tool, target, operation_digest, now_ms) == "other_arguments":
+            raise DigestConflict()
+
+    def require_approval(self, ctx: InvocationContext, tool: Tool, target: str,
+                         operation_digest: str, now_ms: int) -> None:
+        """Return only for a usable approval of exactly this call (a consistent read).
+
+        Asked before a refusal that would reveal the target's state; the commit's
+        consuming element stays the authority for calls that go on to commit. Without a
+        client the gate cannot read, so it fails closed (gate_failed).
+        """
+        verdict = self._verdict(ctx, tool, target, operation_digest, now_ms)
+        if verdict == "other_arguments":
+            raise DigestConflict()
+        if verdict != "approved":
+            raise GateFailed()
+
+    def _verdict(self, ctx: InvocationContext, tool: Tool, target: str,
+                 operation_digest: str, now_ms: int) -> str:
+        """``approved``, ``other_arguments`` (usable approval of this call, other digest)
+        or ``none``."""
         ref = ctx.confirmation_ref
         if self._client is None or ref is None or REF_RE.fullmatch(ref) is None:
-            return
+            return "none"
         try:
             response = self._client.get_item(
                 TableName=self._table, Key=_typed_key(ctx.scope, ref), ConsistentRead=True,
@@ -210,12 +231,13 @@ class DynamoConfirmationGate:
             raise translate_read(exc) from exc
         item = response.get("Item")
         if not item:
-            return
+            return "none"
         found = confirmation_from_item(item)
         usable = (found.state is ConfirmationState.APPROVED
                   and found.approved_at_ms is not None and found.window_ends_at_ms is not None
                   and found.approved_at_ms <= now_ms <= found.window_ends_at_ms)
         same_call = (found.tool == tool.value and found.target == target
                      and found.principal == ctx.principal)
-        if usable and same_call and found.operation_digest != operation_digest:
-            raise DigestConflict()
+        if not (usable and same_call):
+            return "none"
+        return "approved" if found.operation_digest == operation_digest else "other_arguments"

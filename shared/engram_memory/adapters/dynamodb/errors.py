@@ -6,8 +6,9 @@ Conditional single-item writes (confirmation items): a failed condition → the 
 error, anything else as a read. Commits (TransactWriteItems): cancellation reasons are read
 by element index — a failed condition on the idempotency item, the journal head/event, the state
 items or the confirmation item becomes CommitConflict (the service re-reads) or GateFailed;
-a transport failure (timeout, dropped connection) means the commit may have happened →
-MUTATION_OUTCOME_UNKNOWN, and a retry with the same key then returns the stored result.
+a transport failure (timeout, dropped connection) or a service error other than a
+cancellation or throttling means the commit may have happened → MUTATION_OUTCOME_UNKNOWN,
+and a retry with the same key then returns the stored result.
 """
 
 from __future__ import annotations
@@ -83,7 +84,11 @@ def translate_commit(
         # The request may have reached DynamoDB and committed before the failure.
         return MutationOutcomeUnknown()
     if error_code(exc) != "TransactionCanceledException":
-        return translate_read(exc)
+        # Throttling is a refusal before anything is applied; any other service error (a
+        # 500 after the SDK's retries, ...) may follow a commit that landed: unknown.
+        if error_code(exc) in THROTTLING_CODES:
+            return RateLimited()
+        return MutationOutcomeUnknown()
     reasons = exc.response.get("CancellationReasons") or []
     codes = [str(reason.get("Code", "None")) for reason in reasons]
     failed = {kinds[i] for i, code in enumerate(codes)
