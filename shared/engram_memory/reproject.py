@@ -1,10 +1,12 @@
 """Rebuild the search projection from the main table: the recovery path after a projector outage.
 
-A stream record is only a trigger for the projector: it re-reads the record item and
-reconciles (docs/search.md, "Projector"). So recovering records the stream no longer holds
-(stream records live 24 h; the projector DLQ keeps only batch metadata) is: list the record
-keys of the main table and hand them to the very same projector handler as stream records
-that carry keys and no images. Idempotent: run it as often as needed.
+A stream record is only a trigger for the projector: a record key makes it re-read the
+record item and reconcile, a journal event key makes it apply every event from the scope's
+watermark up to that event and raise the watermark (docs/search.md, "Projector"). So
+recovering what the stream no longer holds (stream records live 24 h; the projector DLQ
+keeps only batch metadata) is: list the record keys of the main table, then each
+workspace's latest journal event, and hand them to the very same projector handler as
+stream records that carry keys and no images. Idempotent: run it as often as needed.
 
 ``python -m engram_memory.reproject --function <projector function name>`` scans the main
 table (``ENGRAM_TABLE_NAME``; keys only) with the operator's credentials and invokes the
@@ -28,28 +30,51 @@ from engram_memory.adapters.inprocess_invoker import (
     default_functions_dir,
     load_handler,
 )
-from engram_memory.services.projection import RECORD_PREFIX, SCOPE_PREFIX, record_key
+from engram_memory.domain.context import Scope
+from engram_memory.services.projection import (
+    EVENT_PREFIX,
+    JOURNAL_PREFIX,
+    RECORD_PREFIX,
+    SCOPE_PREFIX,
+    event_key,
+    record_key,
+)
 
 BATCH_SIZE = 10  # as the stream event source mapping delivers them (infra/stacks)
 Projector = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-def record_keys(client: Any, table: str, *, workspace: str | None = None
-                ) -> Iterator[tuple[str, str]]:
-    """``(pk, sk)`` of every record item (``SCOPE#…`` / ``REC#{id}``), keys only."""
+def projection_triggers(client: Any, table: str, *, workspace: str | None = None
+                        ) -> Iterator[tuple[str, str]]:
+    """``(pk, sk)`` of every record item, then of each workspace's latest journal event.
+
+    Keys only. The record keys reindex (or remove) every record from canonical state; the
+    last event of each workspace then brings its watermark to the journal head, so search
+    has no journal tail left to merge.
+    """
     kwargs: dict[str, Any] = {
         "TableName": table,
         "ProjectionExpression": "pk, sk",
-        "FilterExpression": "begins_with(pk, :scope) AND begins_with(sk, :rec)",
-        "ExpressionAttributeValues": {":scope": {"S": SCOPE_PREFIX},
-                                      ":rec": {"S": RECORD_PREFIX}},
+        "FilterExpression": "(begins_with(pk, :scope) AND begins_with(sk, :rec)) OR "
+                            "(begins_with(pk, :journal) AND begins_with(sk, :event))",
+        "ExpressionAttributeValues": {
+            ":scope": {"S": SCOPE_PREFIX}, ":rec": {"S": RECORD_PREFIX},
+            ":journal": {"S": JOURNAL_PREFIX}, ":event": {"S": EVENT_PREFIX}},
     }
+    latest: dict[Scope, tuple[int, str, str]] = {}
     for page in client.get_paginator("scan").paginate(**kwargs):
         for item in page.get("Items", []):
             pk, sk = item["pk"]["S"], item["sk"]["S"]
-            key = record_key(pk, sk)
-            if key is not None and (workspace is None or key.scope.workspace_id == workspace):
+            record, event = record_key(pk, sk), event_key(pk, sk)
+            scope = record.scope if record else event.scope if event else None
+            if scope is None or (workspace is not None and scope.workspace_id != workspace):
+                continue
+            if record is not None:
                 yield pk, sk
+            elif event is not None and event.cursor > latest.get(scope, (-1, "", ""))[0]:
+                latest[scope] = (event.cursor, pk, sk)
+    for _, pk, sk in latest.values():
+        yield pk, sk
 
 
 def stream_events(keys: Iterable[tuple[str, str]], batch_size: int = BATCH_SIZE
@@ -122,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     dynamodb = boto3.client("dynamodb", region_name=region, endpoint_url=endpoint)
     projector = (in_process_projector() if args.in_process else lambda_projector(
         args.function, boto3.client("lambda", region_name=region, endpoint_url=endpoint)))
-    keys = record_keys(dynamodb, os.environ["ENGRAM_TABLE_NAME"], workspace=args.workspace)
+    keys = projection_triggers(dynamodb, os.environ["ENGRAM_TABLE_NAME"],
+                               workspace=args.workspace)
     sent, failed = reproject(keys, projector)
     print(f"records sent to the projector: {sent}; reported failed: {failed}")
     return 1 if failed else 0
