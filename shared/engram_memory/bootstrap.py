@@ -34,6 +34,7 @@ from engram_memory.services.projection import ProjectionService
 from engram_memory.services.redaction import Redactor
 from engram_memory.services.search import SearchService
 from engram_memory.services.search_tail import DEFAULT_TAIL_BOUND
+from engram_memory.services.semantic import SemanticChannel
 from engram_memory.services.withdraw import WithdrawService
 from engram_memory.settings import Settings
 
@@ -67,6 +68,7 @@ def _clear() -> None:
                     search_service, get_service, projection_service, expiry_service):
         factory.cache_clear()
     page_cursor_secret.cache_clear()
+    semantic_channel.cache_clear()
 
 
 @cache
@@ -171,15 +173,34 @@ def _projection_store() -> DynamoProjectionStore:
     return DynamoProjectionStore(dynamodb_client(), settings().projection_table_name)
 
 
+def _aws_client(service: str) -> Any:
+    s = settings()
+    return boto3.client(service, region_name=s.region,  # type: ignore[call-overload]
+                        endpoint_url=s.endpoint_url, config=CLIENT_CONFIG)
+
+
+@cache
+def semantic_channel() -> SemanticChannel | None:
+    """The semantic channel (embedder + vector index) when configured; docs/search.md."""
+    if "semantic" in _overrides:
+        return _overrides["semantic"]  # type: ignore[no-any-return]
+    from engram_memory import semantic_wiring
+
+    return semantic_wiring.semantic_channel(settings(), _aws_client)
+
+
 @cache
 def search_service() -> SearchService:
-    """The search use case (no semantic channel is configured in this deployment)."""
+    """The search use case: lexical, fused with the semantic channel when configured."""
+    from engram_memory import semantic_wiring
+
     s = settings()
     config = RankingConfig(postings_per_term=s.search_postings_per_term or
                            DEFAULT_POSTINGS_PER_TERM)
     return SearchService(_record_reader(), _projection_store(), _port("clock", SystemClock()),
                          PageCursorCodec(page_cursor_secret()), Redactor(s.redaction_allowlist),
-                         config, tail_bound=s.search_tail_bound or DEFAULT_TAIL_BOUND,
+                         config, semantic_wiring.channel_settings(s, semantic_channel()),
+                         tail_bound=s.search_tail_bound or DEFAULT_TAIL_BOUND,
                          purpose_scope=s.purpose_scope)
 
 
@@ -209,4 +230,4 @@ def get_service() -> GetService:
 @cache
 def projection_service() -> ProjectionService:
     """The projector's use case."""
-    return ProjectionService(_record_reader(), _projection_store())
+    return ProjectionService(_record_reader(), _projection_store(), semantic_channel())

@@ -10,6 +10,10 @@ import os
 from dataclasses import dataclass, field
 
 
+def _flag(env: dict[str, str], name: str) -> bool:
+    return env.get(name, "false").lower() == "true"
+
+
 def _csv(value: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in value.split(",") if part.strip())
 
@@ -51,6 +55,18 @@ class Settings:
     # Journal events a search merges past the projection's watermark before it answers
     # PROJECTION_STALE (0 = services.search_tail.DEFAULT_TAIL_BOUND; docs/search.md).
     search_tail_bound: int = 0
+    # Semantic channel (docs/search.md, "Semantic channel"): "" = none configured, "onnx" =
+    # the in-deployment model, "bedrock-titan-v2" = the managed one (network).
+    semantic_embedder: str = ""
+    embedding_model_dir: str = ""  # "" = the layer's /opt/engram-models, else the repo's
+    titan_dimension: int = 1024
+    vector_bucket: str = ""
+    vector_index: str = ""
+    vector_index_local: bool = False  # local mode: exact in-process QueryVectors over moto
+    search_fusion: str = "rrf"
+    search_fusion_lexical_weight: float = 1.0  # 0 = semantic alone (a measuring setting)
+    search_fuse_lexical: bool = False  # the host lets `lexical` searches fuse too
+    host_allows_network: bool = False  # the host lets a managed embedder be used
     state_machine_arn: str = ""
     confirmation_queue_url: str = ""
     endpoint_url: str | None = None  # local mode: the moto server
@@ -84,6 +100,17 @@ class Settings:
             page_cursor_secret_arn=e.get("ENGRAM_PAGE_CURSOR_SECRET_ARN", ""),
             search_postings_per_term=int(e.get("ENGRAM_SEARCH_POSTINGS_PER_TERM", "0") or "0"),
             search_tail_bound=int(e.get("ENGRAM_SEARCH_TAIL_BOUND", "0") or "0"),
+            semantic_embedder=e.get("ENGRAM_SEMANTIC_EMBEDDER", ""),
+            embedding_model_dir=e.get("ENGRAM_EMBEDDING_MODEL_DIR", ""),
+            titan_dimension=int(e.get("ENGRAM_TITAN_DIMENSION", "1024") or "1024"),
+            vector_bucket=e.get("ENGRAM_VECTOR_BUCKET", ""),
+            vector_index=e.get("ENGRAM_VECTOR_INDEX", ""),
+            vector_index_local=_flag(e, "ENGRAM_VECTOR_INDEX_LOCAL"),
+            search_fusion=e.get("ENGRAM_SEARCH_FUSION", "rrf") or "rrf",
+            search_fusion_lexical_weight=float(
+                e.get("ENGRAM_SEARCH_FUSION_LEXICAL_WEIGHT", "1") or "1"),
+            search_fuse_lexical=_flag(e, "ENGRAM_SEARCH_FUSE_LEXICAL"),
+            host_allows_network=_flag(e, "ENGRAM_HOST_ALLOWS_NETWORK"),
             state_machine_arn=e.get("ENGRAM_STATE_MACHINE_ARN", ""),
             confirmation_queue_url=e.get("ENGRAM_CONFIRMATION_QUEUE_URL", ""),
             endpoint_url=e.get("ENGRAM_AWS_ENDPOINT_URL") or None,

@@ -71,13 +71,24 @@ class RecordPacket(OutputModel):
     rank: Annotated[int, Field(ge=1)]
 
 
+class RankChannel(OutputModel):
+    """One ranking channel a search used: its model/profile, version, index and config."""
+
+    channel: Literal["lexical", "semantic"]
+    model: NonEmpty
+    version: NonEmpty
+    index: NonEmpty
+    config_digest: Digest
+
+
 class RankReceipt(OutputModel):
-    """How a search ranked: request, profile, config, as-of points and ordered ids."""
+    """How a search ranked: request, profile, config, channels, as-of points, ordered ids."""
 
     request_digest: Digest
     profile: NonEmpty
     profile_version: NonEmpty
     config_digest: Digest
+    channels: Annotated[list[RankChannel], Field(min_length=1, max_length=2)]
     valid_as_of: Instant
     system_as_of: DecimalCursor
     candidate_count: Annotated[int, Field(ge=0)]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from engram_memory.domain.impact import top_postings
 from engram_memory.domain.ranking import AnalyzedDocument, CorpusStats, Posting
@@ -47,6 +48,8 @@ class TailDelta:
     """Tail records that are no longer current (none of their postings may be used)."""
     counted_gone: tuple[CountedDocument, ...] = field(default=())
     """Records among ``gone`` the projection's statistics still count."""
+    records: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    """The record (JSON mapping) of each id in ``current``: the semantic channel embeds it."""
 
     @property
     def empty(self) -> bool:

@@ -131,6 +131,12 @@ def _environment(config: LocalConfig, identity: state.LocalIdentity, pem: str) -
         "ENGRAM_AUDIENCE": identity.audience,
         "ENGRAM_HOST_PUBLIC_KEY_PEM": pem,
         "ENGRAM_PAGE_CURSOR_SECRET": identity.page_cursor_secret,
+        # The semantic channel: the in-repo ONNX model, vectors in moto's S3 Vectors with
+        # the exact in-process query (docs/local.md). ENGRAM_SEMANTIC_EMBEDDER="" turns it off.
+        "ENGRAM_SEMANTIC_EMBEDDER": os.environ.get("ENGRAM_SEMANTIC_EMBEDDER", "onnx"),
+        "ENGRAM_VECTOR_BUCKET": f"{prefix}-vectors",
+        "ENGRAM_VECTOR_INDEX": "records",
+        "ENGRAM_VECTOR_INDEX_LOCAL": "true",
     }
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from engram_memory.adapters import local_state
 from engram_memory.adapters.provisioning import create_tables, create_tenant_key
+from engram_memory.local import moto_s3vectors
 from engram_memory.local.moto_server import MOTO_ACCOUNT_ID
 from engram_memory.settings import Settings
 
@@ -106,6 +107,10 @@ def clients(settings: Settings) -> LocalClients:
                         make("iam"))
 
 
+def _s3vectors_client(settings: Settings) -> Any:
+    return local_state.aws_client("s3vectors", settings.region, settings.endpoint_url)
+
+
 def _tables(settings: Settings) -> tuple[str, ...]:
     return (settings.table_name, settings.key_table_name, settings.projection_table_name)
 
@@ -114,6 +119,9 @@ def provision(home: Path, settings: Settings, *, restore: bool) -> None:
     """Create tables and the tenant key; refill them from the snapshot when asked."""
     aws = clients(settings)
     create_tables(aws.dynamodb, settings)
+    if settings.vector_bucket and settings.vector_index:
+        moto_s3vectors.ensure_index(_s3vectors_client(settings), settings.vector_bucket,
+                                    settings.vector_index)
     key_id = create_tenant_key(aws.kms)
     snapshot_path = home / SNAPSHOT_FILE
     if restore and snapshot_path.is_file():
@@ -122,6 +130,8 @@ def provision(home: Path, settings: Settings, *, restore: bool) -> None:
             key_id = local_state.restore_kms_key(MOTO_ACCOUNT_ID, settings.region,
                                                  snapshot["kms"], key_id)
             local_state.load_tables(MOTO_ACCOUNT_ID, settings.region, snapshot["tables"])
+            moto_s3vectors.import_vectors(settings.vector_bucket, settings.vector_index,
+                                          snapshot.get("vectors", []), settings.region)
     os.environ["ENGRAM_KMS_KEY_ID"] = key_id
 
 
@@ -132,5 +142,7 @@ def save_snapshot(home: Path, settings: Settings) -> None:
         "tenant": settings.tenant_id,
         "kms": local_state.export_kms_key(MOTO_ACCOUNT_ID, settings.region, settings.kms_key_id),
         "tables": local_state.dump_tables(MOTO_ACCOUNT_ID, settings.region, _tables(settings)),
+        "vectors": moto_s3vectors.export_vectors(settings.vector_bucket, settings.vector_index,
+                                                 settings.region),
     }
     _write_private(home / SNAPSHOT_FILE, json.dumps(snapshot))

@@ -17,6 +17,10 @@ Crash safety (at-least-once): indexing writes postings before the transaction th
 the doc item to ``indexed`` and adds to the stats; removal deletes postings before the
 transaction that flips it to ``removed`` and subtracts. Each flip is conditioned on the
 previous state, so a replay repeats the idempotent writes but never the stats change.
+
+Semantic channel (when configured): indexing puts the record's vector BEFORE the doc flip,
+so an ``indexed`` doc always has its vector (a replay overwrites it); removal deletes the
+vector (idempotent) before the postings, whatever the doc item says.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from engram_memory.services.read_ports import ACCEPTED_CURRENT, INVALIDATION_COM
 
 if TYPE_CHECKING:
     from engram_memory.services.read_ports import ProjectionStore, RecordReader, RecordRow
+    from engram_memory.services.semantic import SemanticChannel
 
 RECORD_PREFIX = "REC#"
 SCOPE_PREFIX = "SCOPE#"
@@ -104,9 +109,11 @@ def records_in_images(images: Iterable[Mapping[str, Any]]) -> list[Mapping[str, 
 class ProjectionService:
     """Index or unindex one record so the projection matches canonical state."""
 
-    def __init__(self, records: RecordReader, projection: ProjectionStore) -> None:
+    def __init__(self, records: RecordReader, projection: ProjectionStore,
+                 semantic: SemanticChannel | None = None) -> None:
         self._records = records
         self._projection = projection
+        self._semantic = semantic
 
     def reconcile(self, key: RecordKey,
                   image_records: Iterable[Mapping[str, Any]] = ()) -> None:
@@ -148,10 +155,14 @@ class ProjectionService:
         if document is not None and document.indexed:
             return
         analyzed = analyze(record_document(key.record_id, record))
+        if self._semantic is not None:
+            self._semantic.index_record(key.scope, key.record_id, record)
         chunks = self._projection.put_postings(key.scope, analyzed)
         self._projection.commit_indexed(key.scope, analyzed, row.record_digest, chunks)
 
     def _remove(self, key: RecordKey, hints: list[Mapping[str, Any]]) -> None:
+        if self._semantic is not None:
+            self._semantic.remove(key.scope, key.record_id)
         document = self._projection.document(key.scope, key.record_id)
         if document is None:
             # Never committed; a crashed indexing attempt may still have left postings. Their

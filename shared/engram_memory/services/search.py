@@ -31,9 +31,10 @@ from engram_memory.domain.errors import (
 )
 from engram_memory.domain.instant import format_instant
 from engram_memory.domain.ranking import DEFAULT_CONFIG, RankingConfig, ScoredRecord, score_postings
-from engram_memory.domain.tail_merge import merge_tail
+from engram_memory.domain.tail_merge import TailDelta, merge_tail
 from engram_memory.domain.tokenizer import query_terms
 from engram_memory.services.budget import fit_prefix
+from engram_memory.services.channels import ChannelPlanner, ChannelSettings, RankingProfile
 from engram_memory.services.eligibility import (
     PURPOSE_SCOPE_BOUND,
     is_eligible,
@@ -41,6 +42,7 @@ from engram_memory.services.eligibility import (
 )
 from engram_memory.services.paging import PageCursorCodec, PageState, delivered_digest
 from engram_memory.services.search_tail import DEFAULT_TAIL_BOUND, JournalTail
+from engram_memory.services.semantic_ports import SemanticChannelError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -69,6 +71,14 @@ def request_digest(args: SearchArgs) -> str:
     return digest(DigestKind.RANK_REQUEST, subject)
 
 
+def semantic_tail(delta: TailDelta) -> dict[str, Mapping[str, Any] | None]:
+    """The journal tail as the semantic channel reads it: current records (embedded at
+    query time) and records no longer current (dropped even if their vector remains)."""
+    tail: dict[str, Mapping[str, Any] | None] = dict.fromkeys(delta.gone)
+    tail.update(delta.records)
+    return tail
+
+
 def rank_receipt_digest(receipt: Mapping[str, Any]) -> str:
     """Digest of a rank receipt over every field but ``receipt_digest``."""
     body = {k: v for k, v in receipt.items() if k != "receipt_digest"}
@@ -91,6 +101,7 @@ class _Pinned:
     valid_as_of: str
     eligible_count: int
     offset: int
+    profile: RankingProfile
 
 
 class SearchService:
@@ -98,7 +109,8 @@ class SearchService:
 
     def __init__(self, records: RecordReader, projection: ProjectionStore, clock: Clock,
                  codec: PageCursorCodec, redactor: Redactor,
-                 config: RankingConfig = DEFAULT_CONFIG, semantic: object | None = None,
+                 config: RankingConfig = DEFAULT_CONFIG,
+                 channels: ChannelSettings | None = None,
                  tail_bound: int = DEFAULT_TAIL_BOUND,
                  purpose_scope: str = PURPOSE_SCOPE_BOUND) -> None:
         self._records = records
@@ -109,19 +121,20 @@ class SearchService:
         self._codec = codec
         self._redactor = redactor
         self._config = config
-        # A semantic channel is a port; none is configured in this deployment.
-        self._semantic = semantic
+        self._channels = ChannelPlanner(config, channels or ChannelSettings())
 
     def __call__(self, ctx: InvocationContext, args: BaseModel) -> dict[str, Any]:
         """Run one search page."""
         if not isinstance(args, SearchArgs):
             raise InvalidSchema
-        self._check_policy(ctx, args)
+        use_semantic = self._check_policy(ctx, args)
         req_digest = request_digest(args)
         state = self._continuation(ctx, args, req_digest)
-        system_as_of, ranked = self._rank(ctx.scope, args.query)
+        system_as_of, ranked, profile = self._ranking(ctx.scope, args, use_semantic)
         if state is not None and system_as_of < state.system_as_of:
             raise StalePage  # the journal went backwards (a restore): the ordering is void
+        if state is not None and state.profile_digest != profile.config_digest:
+            raise StalePage  # ranked with other channels or parameters than the first page
         now_ms = self._clock.now_ms()
         offset = state.offset if state is not None else 0
         purpose = visible_purpose(ctx.purpose_ref, self._purpose_scope)
@@ -133,32 +146,53 @@ class SearchService:
         ):
             raise StalePage  # the pages already delivered no longer hold
         pinned = _Pinned(ctx.scope, req_digest, system_as_of, format_instant(now_ms),
-                         len(hits), offset)
+                         len(hits), offset, profile)
         return self._page(pinned, hits, args)
 
-    def _check_policy(self, ctx: InvocationContext, args: SearchArgs) -> None:
+    def _check_policy(self, ctx: InvocationContext, args: SearchArgs) -> bool:
+        """Whether the semantic channel is used (services/channels.py has the rules)."""
         if args.purpose_ref != ctx.purpose_ref:
             raise Unauthorized
-        # network "allow" grants nothing by itself; only the channel requirement matters.
-        needs_semantic = args.capability_policy.minimum_channels == "lexical_and_semantic"
-        if needs_semantic and self._semantic is None:
-            raise RankingUnavailable
+        return self._channels.wants_semantic(args.capability_policy)
 
     def _continuation(self, ctx: InvocationContext, args: SearchArgs,
                       req_digest: str) -> PageState | None:
         if args.page_cursor is None:
             return None
         state = self._codec.decode(args.page_cursor)
-        if (state.scope != ctx.scope.key or state.request_digest != req_digest
-                or state.profile_digest != self._config.config_digest):
+        if state.scope != ctx.scope.key or state.request_digest != req_digest:
             raise StalePage
         return state
 
-    def _rank(self, scope: Scope, query: str) -> tuple[int, list[ScoredRecord]]:
-        """The pinned head and the lexical ranking at it (projection + journal tail)."""
+    def _ranking(self, scope: Scope, args: SearchArgs, use_semantic: bool
+                 ) -> tuple[int, list[ScoredRecord], RankingProfile]:
+        """The pinned head, the ranking and the profile it was made with (fused when the
+        semantic channel is used; it reads the same journal tail as the lexical one)."""
+        head, lexical, delta = self._rank(scope, args.query, use_semantic)
+        channel = self._channels.semantic
+        if not use_semantic or channel is None:
+            return head, lexical, self._channels.lexical_profile
+        try:
+            vector = channel.embed_query(args.query)
+            semantic = channel.rank(scope, vector, semantic_tail(delta))
+            profile = self._channels.fused_profile()
+        except SemanticChannelError:
+            if args.capability_policy.minimum_channels == "lexical_and_semantic":
+                raise RankingUnavailable from None  # required: never a lexical fallback
+            return head, lexical, self._channels.lexical_profile
+        return head, self._channels.fuse(lexical, semantic), profile
+
+    def _rank(self, scope: Scope, query: str,
+              with_tail: bool) -> tuple[int, list[ScoredRecord], TailDelta]:
+        """The pinned head, the lexical ranking at it (projection + journal tail), and the
+        tail itself (read even without query terms when ``with_tail``: semantic needs it)."""
         terms = query_terms(query)
         if not terms:
-            return self._records.journal_head(scope), []
+            head = self._records.journal_head(scope)
+            if not with_tail:
+                return head, [], TailDelta()
+            mark = self._projection.search_stats(scope, []).watermark
+            return head, [], self._tail.delta(scope, mark, head)
         # One round trip for all three: the head, the stats with the watermark, the postings.
         head_future = _POOL.submit(self._records.journal_head, scope)
         stats_future = _POOL.submit(self._projection.search_stats, scope, terms)
@@ -169,7 +203,7 @@ class SearchService:
         head, stats = head_future.result(), stats_future.result()
         delta = self._tail.delta(scope, stats.watermark, head)
         return head, self._candidates(terms, merge_tail(terms, postings, stats.corpus,
-                                                        stats.dfs, delta, k))
+                                                        stats.dfs, delta, k)), delta
 
     def _candidates(self, terms: Sequence[str], lexical: MergedView) -> list[ScoredRecord]:
         """The ranked candidate set: one lexical channel today (a semantic one plugs in here)."""
@@ -237,7 +271,7 @@ class SearchService:
             value["next_page_cursor"] = self._codec.encode(PageState(
                 scope=pinned.scope.key,
                 request_digest=pinned.request_digest,
-                profile_digest=self._config.config_digest,
+                profile_digest=pinned.profile.config_digest,
                 system_as_of=pinned.system_as_of,
                 delivered_digest=delivered_digest(delivered),
                 offset=len(delivered),
@@ -254,9 +288,10 @@ class SearchService:
         ]
         receipt: dict[str, Any] = {
             "request_digest": pinned.request_digest,
-            "profile": self._config.profile,
-            "profile_version": self._config.version,
-            "config_digest": self._config.config_digest,
+            "profile": pinned.profile.profile,
+            "profile_version": pinned.profile.version,
+            "config_digest": pinned.profile.config_digest,
+            "channels": [c.as_dict() for c in pinned.profile.channels],
             "valid_as_of": pinned.valid_as_of,
             "system_as_of": str(pinned.system_as_of),
             "candidate_count": pinned.eligible_count,

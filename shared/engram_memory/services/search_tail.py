@@ -10,7 +10,7 @@ answer. The rules and the bound's value: docs/search.md (read-your-writes).
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engram_memory.domain.errors import ProjectionStale
 from engram_memory.domain.ranking import analyze
@@ -19,6 +19,8 @@ from engram_memory.domain.tail_merge import CountedDocument, TailDelta
 from engram_memory.services.read_ports import ACCEPTED_CURRENT
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from engram_memory.domain.context import Scope
     from engram_memory.domain.ranking import AnalyzedDocument
     from engram_memory.services.read_ports import (
@@ -68,6 +70,7 @@ class JournalTail:
         uncounted: set[str] = set()
         gone: set[str] = set()
         counted_gone: list[CountedDocument] = []
+        records: dict[str, Mapping[str, Any]] = {}
         for record_id in ids:
             row = rows.get(record_id)
             document = documents.get(record_id)
@@ -76,6 +79,7 @@ class JournalTail:
             # expiry are read-time filters), so that is what the statistics must count.
             if row is not None and row.state == ACCEPTED_CURRENT and row.record is not None:
                 current.append(analyze(record_document(record_id, row.record)))
+                records[record_id] = row.record
                 if not counted:
                     uncounted.add(record_id)
                 continue
@@ -84,4 +88,4 @@ class JournalTail:
                 terms = frozenset(t for t, _ in self._projection.document_terms(scope, document))
                 counted_gone.append(CountedDocument(record_id, document.lengths, terms))
         return TailDelta(tuple(current), frozenset(uncounted), frozenset(gone),
-                         tuple(counted_gone))
+                         tuple(counted_gone), records)

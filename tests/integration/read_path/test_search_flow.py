@@ -107,13 +107,16 @@ def test_the_primary_field_outweighs_the_same_word_in_context(read_path: ReadPat
     assert ids(read_path.search("lynx")) == [in_primary, in_context]
 
 
-def test_a_semantic_channel_requirement_is_ranking_unavailable(read_path: ReadPath) -> None:
+def test_a_semantic_requirement_without_a_channel_is_capability_unavailable(
+    read_path: ReadPath,
+) -> None:
     read_path.admit("Marten backups run nightly.")
     read_path.project()
     policy = {"minimum_channels": "lexical_and_semantic", "network": "allow"}
     envelope = read_path.search("marten backups", capability_policy=policy)
-    assert error_code(envelope) == "RANKING_UNAVAILABLE"
-    assert envelope["error"]["retriable"] is True
+    # Not retriable: no semantic channel is configured here, so a retry would loop.
+    assert error_code(envelope) == "CAPABILITY_UNAVAILABLE"
+    assert envelope["error"]["retriable"] is False
 
 
 def test_network_allow_alone_grants_nothing_and_still_searches_lexically(

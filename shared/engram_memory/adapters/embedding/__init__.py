@@ -1,0 +1,1 @@
+"""Embedders: the in-deployment ONNX model (default) and Amazon Bedrock Titan V2."""

@@ -1,0 +1,1 @@
+"""Vector indexes: Amazon S3 Vectors, and the exact in-process top-k used locally."""

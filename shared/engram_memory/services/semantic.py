@@ -1,0 +1,89 @@
+"""The semantic channel: embed records into the vector index, rank a query by meaning.
+
+Text of a record = its primary component, then the decision, evidence and context texts
+(citations are locators, not meaning), joined by newlines; the model truncates it at its
+token limit, so the primary text always counts. The channel's config digest covers the
+model (id, dimension, file hash), the index, the text rule and the neighbours read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from engram_memory.domain.canonical import DigestKind, digest
+from engram_memory.domain.fusion import SEMANTIC_TOP_K, ChannelReceipt
+from engram_memory.domain.ranking import SCORE_DECIMALS, ScoredRecord
+from engram_memory.domain.search_fields import record_document
+
+if TYPE_CHECKING:
+    from engram_memory.domain.context import Scope
+    from engram_memory.services.semantic_ports import Embedder, Vector, VectorIndex
+
+TEXT_RULE = "primary+decision+evidence+context/v1"
+_TEXT_FIELDS = ("primary", "decision", "evidence", "context")
+
+
+def record_text(record_id: str, record: Mapping[str, Any]) -> str:
+    """What the embedder reads of a record."""
+    fields = record_document(record_id, record).fields
+    return "\n".join(fields[name] for name in _TEXT_FIELDS if fields.get(name))
+
+
+class SemanticChannel:
+    """Embedder + vector index, used by the projector (write) and search (read)."""
+
+    def __init__(self, embedder: Embedder, index: VectorIndex,
+                 top_k: int = SEMANTIC_TOP_K) -> None:
+        self._embedder = embedder
+        self._index = index
+        self._top_k = top_k
+
+    @property
+    def uses_network(self) -> bool:
+        """True when embedding a query leaves the deployment (a managed model)."""
+        return self._embedder.network
+
+    def receipt(self) -> ChannelReceipt:
+        """How this channel ranks, as the rank receipt names it."""
+        info = self._embedder.info
+        config = {"model_id": info.model_id, "dimension": info.dimension,
+                  "model_version": info.version, "index": self._index.version,
+                  "text_rule": TEXT_RULE, "top_k": self._top_k, "similarity": "cosine"}
+        return ChannelReceipt(channel="semantic", model=info.model_id, version=info.version,
+                              index=self._index.version,
+                              config_digest=digest(DigestKind.RANK_CONFIG, config))
+
+    def index_record(self, scope: Scope, record_id: str, record: Mapping[str, Any]) -> None:
+        """Embed the record and put its vector (an overwrite when it is already there)."""
+        [vector] = self._embedder.embed([record_text(record_id, record)])
+        self._index.put(scope, record_id, vector)
+
+    def remove(self, scope: Scope, record_id: str) -> None:
+        """Delete the record's vector (absent is fine)."""
+        self._index.delete(scope, record_id)
+
+    def embed_query(self, query: str) -> Vector:
+        """The query's vector."""
+        [vector] = self._embedder.embed([query])
+        return vector
+
+    def rank(self, scope: Scope, query_vector: Vector,
+             tail: Mapping[str, Mapping[str, Any] | None] | None = None) -> list[ScoredRecord]:
+        """The scope's nearest records by cosine, most similar first (ties: record_id).
+
+        ``tail`` maps the records of the journal tail (not yet applied by the projector) to
+        their current record, or None when they are no longer current: those are embedded
+        now (or dropped), so the channel reads its own writes like the lexical one.
+        """
+        hits = {h.record_id: h.similarity for h in
+                self._index.query(scope, query_vector, self._top_k)}
+        current = {rid: rec for rid, rec in (tail or {}).items() if rec is not None}
+        for record_id in tail or {}:
+            hits.pop(record_id, None)
+        vectors = self._embedder.embed([record_text(rid, rec) for rid, rec in current.items()])
+        for record_id, vector in zip(current, vectors, strict=True):
+            hits[record_id] = sum(a * b for a, b in zip(vector, query_vector, strict=True))
+        ranked = sorted(((round(s, SCORE_DECIMALS), rid) for rid, s in hits.items()),
+                        key=lambda p: (-p[0], p[1]))
+        return [ScoredRecord(rid, s) for s, rid in ranked[:self._top_k]]

@@ -1,0 +1,117 @@
+"""The semantic channel through the search and projector handlers (moto + the real model).
+
+Records are admitted through the write-path handlers, the projector handler embeds them
+with the committed ONNX model into moto's S3 Vectors index, and search runs through the
+search handler. Paraphrases that share no term with the record are the point.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.integration.read_path.conftest import ReadPath, error_code, ids
+from tests.support.semantic import MODEL_DIR, SEMANTIC_ENV, create_vector_index, stored_keys
+
+BOTH = {"minimum_channels": "lexical_and_semantic", "network": "forbid"}
+BILLING = "Backoff policy for the billing service: exponential, capped at five attempts."
+NEWSLETTER = "The marketing newsletter is sent every Monday morning."
+PARAPHRASE = "what did we agree on for payment failures"
+
+
+@pytest.fixture
+def semantic(read_path: ReadPath) -> ReadPath:
+    """The read path with the semantic channel configured and its index created."""
+    create_vector_index()
+    read_path.aws.configure(**SEMANTIC_ENV)
+    read_path.rewire()
+    return read_path
+
+
+def admit_two(path: ReadPath) -> tuple[str, str]:
+    billing = path.admit(BILLING, decision_text=BILLING)
+    newsletter = path.admit(NEWSLETTER, decision_text=NEWSLETTER)
+    path.project()
+    return billing, newsletter
+
+
+def test_a_paraphrase_is_found_by_meaning_and_the_receipt_names_both_channels(
+    semantic: ReadPath,
+) -> None:
+    billing, newsletter = admit_two(semantic)
+    assert ids(semantic.search(PARAPHRASE)) == []  # no shared term: lexical finds nothing
+    envelope = semantic.search(PARAPHRASE, capability_policy=BOTH)
+    assert ids(envelope) == [billing, newsletter]
+    receipt = envelope["output"]["value"]["rank_receipt"]
+    assert receipt["profile"] == "hybrid-rrf"
+    channels = {c["channel"]: c for c in receipt["channels"]}
+    assert channels["lexical"]["model"] == "bm25f-lexical"
+    assert channels["semantic"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
+    assert channels["semantic"]["version"].startswith("sha256:")
+    assert channels["semantic"]["index"].startswith("s3vectors:")
+
+
+def test_forget_deletes_the_vector_and_search_never_returns_it(semantic: ReadPath) -> None:
+    billing, newsletter = admit_two(semantic)
+    client = create_vector_index()
+    assert len(stored_keys(client)) == 2
+    semantic.forget(billing)
+    # Before the projector runs, revalidation already hides the forgotten record.
+    assert ids(semantic.search(PARAPHRASE, capability_policy=BOTH)) == [newsletter]
+    semantic.project()
+    assert all(not key.endswith(billing) for key in stored_keys(client))
+    assert ids(semantic.search(PARAPHRASE, capability_policy=BOTH)) == [newsletter]
+
+
+def test_a_broken_model_is_ranking_unavailable_only_where_semantic_is_required(
+    semantic: ReadPath, tmp_path: Path,
+) -> None:
+    admit_two(semantic)
+    broken = tmp_path / "model"
+    shutil.copytree(MODEL_DIR, broken)
+    (broken / "model.onnx").write_bytes(b"not the model")  # its sha256 no longer matches
+    semantic.aws.configure(ENGRAM_EMBEDDING_MODEL_DIR=str(broken))
+    semantic.rewire()
+    envelope = semantic.search(PARAPHRASE, capability_policy=BOTH)
+    assert error_code(envelope) == "RANKING_UNAVAILABLE"
+    assert envelope["error"]["retriable"] is True
+    assert ids(semantic.search("billing backoff")) != []  # a lexical search still answers
+
+
+def test_a_missing_vector_index_is_ranking_unavailable_and_lexical_still_answers(
+    semantic: ReadPath,
+) -> None:
+    billing, _ = admit_two(semantic)
+    semantic.aws.configure(ENGRAM_VECTOR_INDEX="no-such-index")
+    semantic.rewire()
+    assert error_code(semantic.search(PARAPHRASE, capability_policy=BOTH)) == \
+        "RANKING_UNAVAILABLE"
+    assert ids(semantic.search("billing backoff")) == [billing]
+
+
+def test_host_enabled_fusion_fuses_lexical_searches_and_falls_back_when_broken(
+    semantic: ReadPath,
+) -> None:
+    billing, newsletter = admit_two(semantic)
+    semantic.aws.configure(ENGRAM_SEARCH_FUSE_LEXICAL="true")
+    semantic.rewire()
+    fused = semantic.search(PARAPHRASE)
+    assert ids(fused) == [billing, newsletter]
+    assert fused["output"]["value"]["rank_receipt"]["profile"] == "hybrid-rrf"
+    semantic.aws.configure(ENGRAM_VECTOR_INDEX="no-such-index")
+    semantic.rewire()
+    plain = semantic.search("billing backoff")
+    assert ids(plain) == [billing]
+    assert plain["output"]["value"]["rank_receipt"]["profile"] == "bm25f-lexical"
+
+
+def test_without_a_semantic_channel_the_requirement_is_refused_not_retriable(
+    read_path: ReadPath,
+) -> None:
+    read_path.admit(BILLING, decision_text=BILLING)
+    read_path.project()
+    envelope = read_path.search(PARAPHRASE, capability_policy=BOTH)
+    assert error_code(envelope) == "CAPABILITY_UNAVAILABLE"
+    assert envelope["error"]["retriable"] is False
