@@ -33,6 +33,9 @@ _PURPOSE_SCOPES = ("purpose", "workspace")
 _DAY_MS = 24 * 3600 * 1000
 
 
+_EMBEDDERS = ("onnx", "bedrock-titan-v2", "none")
+
+
 class ConfigError(ValueError):
     """The tenant configuration is missing or invalid (raised before any synthesis)."""
 
@@ -63,6 +66,17 @@ class TenantConfig:
     allowed_origins: tuple[str, ...] = ()
     account: str | None = None
     region: str | None = None
+    # Semantic channel (docs/search.md): "onnx" (default, in the function), "bedrock-titan-v2"
+    # (managed, network) or "none"; fusion of `lexical` searches; the host's network consent.
+    semantic_embedder: str = "onnx"
+    titan_dimension: int = 1024
+    fuse_lexical: bool = False
+    host_allows_network: bool = False
+
+    @property
+    def embedding_dimension(self) -> int:
+        """The vector index's dimension: the embedder's output size."""
+        return self.titan_dimension if self.semantic_embedder == "bedrock-titan-v2" else 384
 
     @property
     def retention_ceiling_ms(self) -> int:
@@ -76,6 +90,7 @@ class TenantConfig:
         policy = _section(raw, "admission_policy")
         retention = _section(raw, "retention")
         throttle = _section(raw, "api_throttle")
+        semantic = _section(raw, "semantic")
         tenant_id = str(raw.get("tenant_id", ""))
         config = cls(
             tenant_id=tenant_id,
@@ -100,6 +115,10 @@ class TenantConfig:
             allowed_origins=tuple(str(o) for o in raw.get("allowed_origins") or ()),
             account=raw.get("account") or None,
             region=raw.get("region") or None,
+            semantic_embedder=str(semantic.get("embedder", "onnx")),
+            titan_dimension=int(semantic.get("titan_dimension", 1024)),
+            fuse_lexical=bool(semantic.get("fuse_lexical", False)),
+            host_allows_network=bool(semantic.get("host_allows_network", False)),
         )
         config.validate()
         return config
@@ -142,6 +161,10 @@ class TenantConfig:
         if not all(_ORIGIN.match(origin) for origin in self.allowed_origins):
             problems.append("allowed_origins must be origins like https://app.example.com "
                             "(no path, no wildcard; http only for localhost)")
+        if self.semantic_embedder not in _EMBEDDERS:
+            problems.append(f"semantic.embedder must be one of {', '.join(_EMBEDDERS)}")
+        if self.titan_dimension not in (256, 512, 1024):
+            problems.append("semantic.titan_dimension must be 256, 512 or 1024")
         return problems
 
 

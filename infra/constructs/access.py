@@ -20,6 +20,7 @@ from infra.constructs.storage import (
     stream_statements,
     table_statement,
 )
+from infra.constructs.vectors import PROJECTOR_ACTIONS, SEARCH_ACTIONS, titan_statement
 from infra.names import (
     KEY_TABLE_PARTITIONS,
     MAIN_TABLE_PARTITIONS,
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from infra.constructs.gate import ConfirmationGate
     from infra.constructs.keys import TenantKeys
     from infra.constructs.storage import TenantStorage
+    from infra.constructs.vectors import VectorStore
 
 TASK_TOKEN_ACTIONS = ("states:SendTaskSuccess", "states:SendTaskFailure")
 _GET_AND_DELETE = ("dynamodb:GetItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem")
@@ -45,8 +47,11 @@ class AccessGrants:
     """Applies every function's permissions to its own role (call :meth:`apply` once)."""
 
     def __init__(self, *, functions: EngramFunctions, storage: TenantStorage, keys: TenantKeys,
-                 gate: ConfirmationGate, page_cursor_secret: secretsmanager.ISecret) -> None:
+                 gate: ConfirmationGate, page_cursor_secret: secretsmanager.ISecret,
+                 vectors: VectorStore | None = None, managed_embedder: bool = False) -> None:
         """Bind the resources the grants refer to."""
+        self._vectors = vectors
+        self._managed_embedder = managed_embedder
         self._functions = functions
         self._storage = storage
         self._keys = keys
@@ -84,6 +89,15 @@ class AccessGrants:
         # The page cursor HMAC secret, read once per container.
         self._add(role, iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"],
                                             resources=[self._secret.secret_arn]))
+        self._semantic(role, SEARCH_ACTIONS)
+
+    def _semantic(self, role: iam.IRole, actions: tuple[str, ...]) -> None:
+        """The semantic channel: the vector index (and the managed model, if configured)."""
+        if self._vectors is None:
+            return
+        self._add(role, self._vectors.statement(actions))
+        if self._managed_embedder:
+            self._add(role, titan_statement(self._vectors))
 
     def _grant_get(self, role: iam.IRole) -> None:
         self._reader(role, "get")
@@ -155,6 +169,7 @@ class AccessGrants:
             # DynamoDB endpoint.
             self._keys.storage_statement(write=True, services=STREAM_READ_SERVICES),
         )
+        self._semantic(role, PROJECTOR_ACTIONS)
 
     def _grant_confirmation_notifier(self, role: iam.IRole) -> None:
         # Queue consumption is granted by its event source mapping.

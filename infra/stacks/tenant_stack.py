@@ -20,6 +20,7 @@ from infra.constructs.gate import ConfirmationGate
 from infra.constructs.keys import TenantKeys
 from infra.constructs.monitoring import Monitoring
 from infra.constructs.storage import TenantStorage
+from infra.constructs.vectors import VectorStore
 from infra.stacks.acknowledgments import acknowledge_findings
 
 if TYPE_CHECKING:
@@ -43,12 +44,17 @@ class TenantStack(Stack):
         self.config = config
         self.keys = TenantKeys(self, "Keys", config=config)
         self.storage = TenantStorage(self, "Storage", key=self.keys.storage_key)
+        self.vectors = (None if config.semantic_embedder == "none" else
+                        VectorStore(self, "Vectors", tenant_id=config.tenant_id,
+                                    dimension=config.embedding_dimension))
         self.gate = ConfirmationGate(self, "Gate", config=config, table=self.storage.main,
                                      keys=self.keys)
         self.page_cursor_secret = self._build_page_cursor_secret()
         self.functions = self._build_functions()
         AccessGrants(functions=self.functions, storage=self.storage, keys=self.keys,
-                     gate=self.gate, page_cursor_secret=self.page_cursor_secret).apply()
+                     gate=self.gate, page_cursor_secret=self.page_cursor_secret,
+                     vectors=self.vectors,
+                     managed_embedder=config.semantic_embedder == "bedrock-titan-v2").apply()
         self.projector_dlq = self._build_triggers()
         self.api = EngramApi(self, "Api", config=config,
                              mcp_endpoint=self.functions.functions["mcp_endpoint"],
@@ -93,11 +99,25 @@ class TenantStack(Stack):
         functions.add_environment("search", {
             names.ENV_PAGE_CURSOR_SECRET_ARN: self.page_cursor_secret.secret_arn,
         })
+        if self.vectors is not None:
+            for name in ("search", "projector"):
+                functions.add_environment(name, self._semantic_environment(self.vectors))
         functions.add_environment("confirmation_notifier", {
             "ENGRAM_CONFIRMATION_QUEUE_URL": self.gate.queue.queue_url,
             names.ENV_HOST_EVENT_BUS_NAME: self.gate.host_bus.event_bus_name,
         })
         return functions
+
+    def _semantic_environment(self, vectors: VectorStore) -> dict[str, str]:
+        config = self.config
+        return {
+            "ENGRAM_SEMANTIC_EMBEDDER": config.semantic_embedder,
+            "ENGRAM_TITAN_DIMENSION": str(config.titan_dimension),
+            "ENGRAM_VECTOR_BUCKET": vectors.bucket_name,
+            "ENGRAM_VECTOR_INDEX": vectors.index_name,
+            "ENGRAM_SEARCH_FUSE_LEXICAL": "true" if config.fuse_lexical else "false",
+            "ENGRAM_HOST_ALLOWS_NETWORK": "true" if config.host_allows_network else "false",
+        }
 
     def _build_triggers(self) -> sqs.Queue:
         fns = self.functions.functions

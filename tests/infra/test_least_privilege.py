@@ -39,7 +39,7 @@ WRITE_ACTIONS = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem
                  "events:PutEvents", "states:StartExecution", "lambda:InvokeFunction"}
 # Services whose actions reach data: their statements must name the resource.
 DATA_SERVICES = ("dynamodb:", "kms:", "sqs:", "states:", "lambda:", "secretsmanager:",
-                 "events:", "sns:")
+                 "events:", "sns:", "s3vectors:", "bedrock:")
 METADATA_ONLY = {"dynamodb:ListStreams"}
 # Act on a task token, which is the capability (docs/deploy.md, "Two grants AWS does not
 # settle"); granted on "*" in a statement of their own.

@@ -1,0 +1,36 @@
+"""The committed model (models/all-minilm-l6-v2): integrity and sentence similarity."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+from engram_memory.adapters.embedding.onnx_embedder import OnnxEmbedder
+
+from tests.support.semantic import MODEL_DIR
+
+
+def test_the_manifest_hashes_are_the_committed_files() -> None:
+    manifest = json.loads((MODEL_DIR / "MANIFEST.json").read_text())
+    for name, expected in manifest["files"].items():
+        assert hashlib.sha256((MODEL_DIR / name).read_bytes()).hexdigest() == expected
+    assert (MODEL_DIR / "model.onnx").stat().st_size < 30 * 1024 * 1024
+
+
+def test_a_paraphrase_is_closer_than_an_unrelated_sentence() -> None:
+    embedder = OnnxEmbedder(MODEL_DIR)
+    record, paraphrase, unrelated = (np.array(v) for v in embedder.embed([
+        "Backoff policy for the billing service: exponential, capped at five attempts.",
+        "what did we decide about retries for payments",
+        "The marketing newsletter is sent every Monday morning.",
+    ]))
+    assert record.shape == (384,)
+    assert abs(float(np.linalg.norm(record)) - 1.0) < 1e-5
+    assert float(record @ paraphrase) > float(record @ unrelated) + 0.1
+
+
+def test_embedding_is_deterministic() -> None:
+    embedder = OnnxEmbedder(MODEL_DIR)
+    text = "The boundary layer separates at high angles of attack."
+    assert embedder.embed([text]) == embedder.embed([text])

@@ -1,0 +1,75 @@
+"""Fusion of the lexical and semantic orders (domain/fusion.py)."""
+
+from __future__ import annotations
+
+import pytest
+from engram_memory.domain.fusion import ChannelReceipt, FusionConfig, fuse, fused_config_digest
+from engram_memory.domain.ranking import ScoredRecord
+from hypothesis import given
+from hypothesis import strategies as st
+
+
+def ranked(*ids: str) -> list[ScoredRecord]:
+    return [ScoredRecord(rid, float(len(ids) - i)) for i, rid in enumerate(ids)]
+
+
+def test_rrf_adds_reciprocal_ranks_of_each_channel() -> None:
+    fused = fuse(ranked("a", "b"), ranked("b", "c"), FusionConfig(rrf_k=60))
+    assert [h.record_id for h in fused] == ["b", "a", "c"]
+    assert fused[0].score == pytest.approx(round(1 / 62 + 1 / 61, 9))
+    assert fused[1].score == pytest.approx(round(1 / 61, 9))
+
+
+def test_equal_fused_scores_are_ordered_by_record_id() -> None:
+    # a is first lexically, z first semantically: the same fused score, so id order.
+    fused = fuse(ranked("z", "a"), ranked("a", "z"), FusionConfig())
+    assert [h.record_id for h in fused] == ["a", "z"]
+    assert fused[0].score == fused[1].score
+
+
+def test_a_zero_lexical_weight_ranks_by_meaning_alone() -> None:
+    config = FusionConfig(lexical_weight=0.0)
+    assert [h.record_id for h in fuse(ranked("a"), ranked("c", "b"), config)] == ["c", "b"]
+    assert config.profile == "semantic-only"
+
+
+def test_convex_normalizes_each_channel_before_weighting() -> None:
+    lexical = [ScoredRecord("a", 30.0), ScoredRecord("b", 10.0)]
+    semantic = [ScoredRecord("b", 0.9), ScoredRecord("a", 0.5)]
+    fused = fuse(lexical, semantic, FusionConfig(rule="convex", lexical_weight=1.0))
+    assert [(h.record_id, h.score) for h in fused] == [("a", 1.0), ("b", 1.0)]
+
+
+def test_the_config_digest_changes_with_every_parameter_and_channel() -> None:
+    channel = ChannelReceipt("semantic", "m", "sha256:" + "1" * 64, "idx", "sha256:" + "2" * 64)
+    other = ChannelReceipt("semantic", "m", "sha256:" + "3" * 64, "idx", "sha256:" + "2" * 64)
+    digests = {
+        fused_config_digest(FusionConfig(), (channel,)),
+        fused_config_digest(FusionConfig(rrf_k=10), (channel,)),
+        fused_config_digest(FusionConfig(rule="convex"), (channel,)),
+        fused_config_digest(FusionConfig(), (other,)),
+    }
+    assert len(digests) == 4
+
+
+def test_invalid_configurations_are_refused() -> None:
+    with pytest.raises(ValueError, match="rule"):
+        FusionConfig(rule="max")
+    with pytest.raises(ValueError, match="range"):
+        FusionConfig(semantic_top_k=101)
+    with pytest.raises(ValueError, match="weights"):
+        FusionConfig(semantic_weight=0.0)
+
+
+ids = st.lists(st.sampled_from([f"mem_{c}" for c in "abcdefgh"]), unique=True, max_size=8)
+
+
+@given(ids, ids)
+def test_fusion_is_deterministic_and_covers_exactly_both_channels(left: list[str],
+                                                                   right: list[str]) -> None:
+    first = fuse(ranked(*left), ranked(*right), FusionConfig())
+    again = fuse(list(ranked(*left)), list(ranked(*right)), FusionConfig())
+    assert first == again
+    assert {h.record_id for h in first} == set(left) | set(right)
+    keys = [(-h.score, h.record_id) for h in first]
+    assert keys == sorted(keys)
