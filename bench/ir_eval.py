@@ -53,6 +53,14 @@ def ndcg_at(ranked: Sequence[str], gains: Mapping[str, int], k: int = 10) -> flo
     return dcg / idcg if idcg > 0 else 0.0
 
 
+def ndcg_linear_at(ranked: Sequence[str], gains: Mapping[str, int], k: int = 10) -> float:
+    """nDCG at rank k with linear gains (gain = the grade itself)."""
+    dcg = sum(gains.get(doc, 0) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
+    ideal = sorted(gains.values(), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
 def recall_at(ranked: Sequence[str], gains: Mapping[str, int], k: int = 100) -> float:
     """Fraction of the judged-relevant documents found in the top k."""
     if not gains:

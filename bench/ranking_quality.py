@@ -1,14 +1,21 @@
-"""Ranking quality on Cranfield (ours vs. a plain BM25), and each handler's cold import.
+"""Ranking quality on Cranfield per channel, the semantic channel's costs, cold imports.
 
 Run: ``.venv/bin/python bench/ranking_quality.py [--quick | --docs N] [--data DIR]`` (all
-1,400 documents by default: ~12 minutes on moto here; ``--quick`` = 40). Every Cranfield
+1,400 documents by default: ~20 minutes on moto here; ``--quick`` = 40). Every Cranfield
 document is captured and admitted into the local service (title → the primary decision
 component, abstract → a context component; the tool handlers are called in-process), the
-projector drains, and every query runs through ``engram_memory_search`` over MCP (official
-SDK client; two pages of 50 for the top 100). nDCG@10 and Recall@100 (bench/ir_eval.py)
-are printed beside ``bm25s`` (BM25, English stop words) on the identical title + abstract
-text. Then, per tool handler module, the Lambda-style cold import time
-(``python -X importtime`` in a fresh interpreter, median of 3) and the child's peak RSS.
+projector drains (it embeds every record with the committed ONNX model), and every query
+runs through ``engram_memory_search`` over MCP (official SDK client; two pages of 50 for
+the top 100) three times: ``lexical`` (BM25F), ``semantic alone`` (the deployment's
+fusion with lexical weight 0) and ``hybrid`` (``lexical_and_semantic``: RRF of both).
+nDCG@10 with linear and exponential gains, Recall@10 and Recall@100 (bench/ir_eval.py)
+are printed beside ``bm25s`` (BM25, English stop words; and with Snowball stemming when
+``snowballstemmer`` is installed) on the identical title + abstract text. Then: the query
+latency the semantic channel adds (first page over MCP, and the query embedding alone);
+its cold start (model hash check + load + first embedding in a fresh interpreter) and the
+Lambda layer's size with and without it (when ``python infra/package.py`` has built
+``build/lambda``); per handler module, the cold import time (``python -X importtime``,
+median of 3) and the child's peak RSS.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import bm25s
+from engram_memory import bootstrap
 from engram_memory.domain.context import Tool
 from engram_memory.local.projector_pump import drain
 from harness import (
@@ -33,11 +41,13 @@ from harness import (
     capture_arguments,
     envelope_of,
     machine,
+    percentile,
     silenced,
     table,
     value_of,
 )
-from ir_eval import Collection, load_cranfield, mean, ndcg_at, recall_at
+from ir_eval import Collection, load_cranfield, mean, ndcg_at, ndcg_linear_at, recall_at
+from semantic_costs import channel_costs
 
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cranfield"
 TITLES: dict[str, str] = {}
@@ -83,19 +93,44 @@ def ingest(bench: Bench, collection: Collection) -> tuple[dict[str, str], int]:
     return by_record, refused
 
 
-async def our_rankings(bench: Bench, queries: dict[str, str], by_record: dict[str, str]
-                       ) -> tuple[dict[str, list[str]], int]:
-    """Top 100 doc ids per query through engram_memory_search over MCP; and errors."""
+LEXICAL = {"minimum_channels": "lexical", "network": "forbid"}
+BOTH = {"minimum_channels": "lexical_and_semantic", "network": "forbid"}
+# (row name, capability policy, deployment settings for the run)
+MODES: tuple[tuple[str, dict[str, str], dict[str, str]], ...] = (
+    ("lexical: BM25F", LEXICAL, {}),
+    ("semantic alone: all-MiniLM-L6-v2 int8", BOTH,
+     {"ENGRAM_SEARCH_FUSION_LEXICAL_WEIGHT": "0"}),
+    ("hybrid: lexical_and_semantic (RRF k=60)", BOTH, {}),
+)
+
+
+def configure(settings: dict[str, str]) -> None:
+    """Set the deployment settings of one run and re-wire the search function."""
+    os.environ.pop("ENGRAM_SEARCH_FUSION_LEXICAL_WEIGHT", None)
+    os.environ.update(settings)
+    bootstrap.settings.cache_clear()
+    bootstrap.search_service.cache_clear()
+
+
+async def our_rankings(bench: Bench, queries: dict[str, str], by_record: dict[str, str],
+                       policy: dict[str, str]) -> tuple[dict[str, list[str]], int, list[float]]:
+    """Top 100 doc ids per query through engram_memory_search over MCP; errors; the
+    first page's latency (ms) of each query."""
     rankings: dict[str, list[str]] = {}
     errors = 0
+    latencies: list[float] = []
     bearer = [bench.token()]
     async with bench.client(bearer) as client:
         for qid, text in queries.items():
             ranked: list[str] = []
-            args: dict[str, Any] = {"query": text, "purpose_ref": "purpose:bench", "limit": 50}
+            args: dict[str, Any] = {"query": text, "purpose_ref": "purpose:bench", "limit": 50,
+                                    "capability_policy": policy}
             while len(ranked) < 100:
                 bearer[0] = bench.token()
+                started = time.perf_counter()
                 envelope = envelope_of(await client.call_tool(Tool.SEARCH.mcp_name, args))
+                if not ranked:
+                    latencies.append((time.perf_counter() - started) * 1000)
                 if not envelope["ok"]:
                     errors += 1
                     break
@@ -105,30 +140,42 @@ async def our_rankings(bench: Bench, queries: dict[str, str], by_record: dict[st
                     break
                 args = {**args, "page_cursor": value["next_page_cursor"]}
             rankings[qid] = ranked[:100]
-    return rankings, errors
+    return rankings, errors, latencies
 
 
-def bm25_rankings(collection: Collection) -> dict[str, list[str]]:
+def bm25_rankings(collection: Collection, stemmer: Any = None) -> dict[str, list[str]]:
     """Top 100 per query from bm25s on the identical title + abstract text."""
     ids = list(collection.docs)
     texts = [f"{TITLES.get(d, '')} {collection.docs[d]}" for d in ids]
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(texts, stopwords="en", show_progress=False),
-                    show_progress=False)
+    retriever.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer,
+                                   show_progress=False), show_progress=False)
     qids = list(collection.queries)
     tokens = bm25s.tokenize([collection.queries[q] for q in qids], stopwords="en",
-                            show_progress=False)
+                            stemmer=stemmer, show_progress=False)
     results, found = retriever.retrieve(tokens, k=min(100, len(ids)), show_progress=False)
     # Like our search, only documents that match a query term are results.
     return {q: [ids[i] for i, score in zip(results[n], found[n], strict=True) if score > 0]
             for n, q in enumerate(qids)}
 
 
-def scores(rankings: dict[str, list[str]], collection: Collection) -> tuple[float, float]:
-    """(mean nDCG@10, mean Recall@100) over the judged queries."""
+def scores(rankings: dict[str, list[str]], collection: Collection) -> list[str]:
+    """nDCG@10 (linear, exponential gains), Recall@10, Recall@100: means over judged queries."""
     judged = [q for q in collection.queries if collection.qrels.get(q)]
-    return (mean([ndcg_at(rankings.get(q, []), collection.qrels[q], 10) for q in judged]),
-            mean([recall_at(rankings.get(q, []), collection.qrels[q], 100) for q in judged]))
+
+    def avg(measure: Any, k: int) -> str:
+        return f"{mean([measure(rankings.get(q, []), collection.qrels[q], k) for q in judged]):.4f}"
+
+    return [avg(ndcg_linear_at, 10), avg(ndcg_at, 10), avg(recall_at, 10), avg(recall_at, 100)]
+
+
+def stemmed_baseline(collection: Collection) -> dict[str, list[str]] | None:
+    """bm25s with Snowball English stemming, when the stemmer package is installed."""
+    try:
+        import snowballstemmer  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return None
+    return bm25_rankings(collection, snowballstemmer.stemmer("english").stemWords)
 
 
 def cold_import(module: str, runs: int = 3) -> tuple[float, float, float]:
@@ -153,8 +200,36 @@ def cold_import(module: str, runs: int = 3) -> tuple[float, float, float]:
     return statistics.median(imports), statistics.median(walls), max(rss)
 
 
+def quality_table(runs: dict[str, dict[str, list[str]]], collection: Collection) -> str:
+    """One row per ranker."""
+    return table(["ranker", "nDCG@10 lin", "nDCG@10 exp", "Recall@10", "Recall@100"],
+                 [[name, *scores(rankings, collection)] for name, rankings in runs.items()])
+
+
+def latency_rows(latencies: dict[str, list[float]]) -> list[list[str]]:
+    """Median and p95 of the first page per mode, and the difference to lexical."""
+    base = statistics.median(latencies[MODES[0][0]])
+    return [[name, f"{statistics.median(v):.1f}", f"{percentile(v, 95):.1f}",
+             f"{statistics.median(v) - base:+.1f}"] for name, v in latencies.items()]
+
+
+def run_modes(bench: Bench, collection: Collection, by_record: dict[str, str]
+              ) -> tuple[dict[str, dict[str, list[str]]], dict[str, list[float]], int]:
+    """Every query through the service once per mode."""
+    runs: dict[str, dict[str, list[str]]] = {}
+    latencies: dict[str, list[float]] = {}
+    errors = 0
+    for name, policy, settings in MODES:
+        configure(settings)
+        runs[name], failed, latencies[name] = asyncio.run(
+            our_rankings(bench, collection.queries, by_record, policy))
+        errors += failed
+    configure({})
+    return runs, latencies, errors
+
+
 def main() -> None:
-    """Ingest, rank, score, time the imports; print both tables."""
+    """Ingest, rank per mode, score, measure the channel's costs and the cold imports."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="40 documents, 1 import run")
     parser.add_argument("--docs", type=int, default=None,
@@ -168,22 +243,25 @@ def main() -> None:
             started = time.perf_counter()
             by_record, refused = ingest(bench, collection)
             ingest_s = time.perf_counter() - started
-            ours, errors = asyncio.run(our_rankings(bench, collection.queries, by_record))
+            runs, latencies, errors = run_modes(bench, collection, by_record)
         finally:
             bench.close()
-    baseline = bm25_rankings(collection)
-    ours_ndcg, ours_recall = scores(ours, collection)
-    base_ndcg, base_recall = scores(baseline, collection)
+    runs["bm25s BM25 (same text)"] = bm25_rankings(collection)
+    stemmed = stemmed_baseline(collection)
+    if stemmed is not None:
+        runs["bm25s BM25 + Snowball stem (same text)"] = stemmed
     print(f"Cranfield: {len(collection.docs)} documents ({refused} refused at capture, "
-          f"ingest {ingest_s:.0f} s), {len(collection.queries)} queries, "
+          f"ingest {ingest_s:.0f} s with embedding), {len(collection.queries)} queries, "
           f"{errors} search errors; {machine()}")
-    print(table(["ranker", "nDCG@10", "Recall@100"], [
-        ["engram_memory_search (BM25F, over MCP)", f"{ours_ndcg:.4f}", f"{ours_recall:.4f}"],
-        ["bm25s BM25 (same text)", f"{base_ndcg:.4f}", f"{base_recall:.4f}"]]))
-    runs = 1 if options.quick else 3
-    rows = [[f"functions.{name}.handler", *cold_import(f"functions.{name}.handler", runs)]
+    print(quality_table(runs, collection))
+    print("\nfirst page (limit 50) over MCP, ms")
+    print(table(["mode", "median", "p95", "median vs lexical"], latency_rows(latencies)))
+    runs_n = 1 if options.quick else 3
+    print(channel_costs(ROOT, [collection.queries[q] for q in list(collection.queries)[:50]],
+                        runs_n))
+    rows = [[f"functions.{name}.handler", *cold_import(f"functions.{name}.handler", runs_n)]
             for name in HANDLERS]
-    print(f"\ncold import of each handler module (fresh interpreter, median of {runs}; "
+    print(f"\ncold import of each handler module (fresh interpreter, median of {runs_n}; "
           "peak RSS = VmHWM of the child)")
     print(table(["module", "import ms (-X importtime)", "process wall ms", "peak RSS MiB"],
                 rows))
