@@ -112,7 +112,8 @@ def add_models(layer_root: Path, models_dir: Path = MODELS_DIR) -> None:
             if hashlib.sha256(data).hexdigest() != expected:
                 raise SystemExit(f"{source / file_name} does not match its MANIFEST.json sha256")
             (target / file_name).write_bytes(data)
-        shutil.copy(source / "MANIFEST.json", target / "MANIFEST.json")
+        for kept in ("MANIFEST.json", "LICENSE", "README.md"):  # redistribution: the terms
+            shutil.copy(source / kept, target / kept)
 
 
 def drop_caches(layer_root: Path) -> None:

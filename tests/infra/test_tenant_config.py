@@ -60,6 +60,9 @@ def test_a_tenant_name_cannot_walk_out_of_the_config_directory() -> None:
     ({"reserved_concurrency": {"capture": 0}}, "at least 1"),
     ({"retention": {"ceiling_days": 0}}, "ceiling_days"),
     ({"purpose_scope": "everything"}, "purpose_scope"),
+    ({"semantic": {"embedder": "word2vec"}}, "semantic.embedder"),
+    ({"semantic": {"embedder": "bedrock-titan-v2", "titan_dimension": 384}},
+     "semantic.titan_dimension"),
 ])
 def test_an_invalid_setting_is_refused_with_its_name(change: dict[str, Any],
                                                      problem: str) -> None:
@@ -117,3 +120,9 @@ def test_reads_are_limited_to_the_bound_purpose_unless_the_tenant_widens_them() 
     assert TenantConfig.from_dict(_example()).purpose_scope == "purpose"
     widened = TenantConfig.from_dict(_example() | {"purpose_scope": "workspace"})
     assert widened.purpose_scope == "workspace"
+
+
+def test_the_index_dimension_follows_the_embedder() -> None:
+    assert TenantConfig.from_dict(_example()).embedding_dimension == 384
+    titan = _example() | {"semantic": {"embedder": "bedrock-titan-v2", "titan_dimension": 512}}
+    assert TenantConfig.from_dict(titan).embedding_dimension == 512

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 BENCHES = {
     "tool_latency.py": "| tool | direct p50 ms |",
     "throughput.py": "| clients | captures/s |",
-    "ranking_quality.py": "| ranker | nDCG@10 | Recall@100 |",
+    "ranking_quality.py": "| ranker | nDCG@10 lin | nDCG@10 exp | Recall@10 | Recall@100 |",
 }
 TIMEOUT_S = 240
 
@@ -51,6 +51,7 @@ def test_the_bench_runs_quickly_and_prints_its_table(
     if script == "ranking_quality.py":
         assert "(0 refused at capture" in stdout, stdout
         assert " 0 search errors" in stdout, stdout
+        assert "| hybrid: lexical_and_semantic" in stdout, stdout
 
 
 def _column(rows: list[str], name: str) -> list[str]:
