@@ -115,3 +115,13 @@ def test_without_a_semantic_channel_the_requirement_is_refused_not_retriable(
     envelope = read_path.search(PARAPHRASE, capability_policy=BOTH)
     assert error_code(envelope) == "CAPABILITY_UNAVAILABLE"
     assert envelope["error"]["retriable"] is False
+
+
+def test_a_record_is_found_by_meaning_before_the_projector_runs(semantic: ReadPath) -> None:
+    billing, newsletter = admit_two(semantic)
+    fresh = semantic.admit("Declined card charges are retried three times, then refunded.",
+                           decision_text="Declined card charges: three retries, then refund.")
+    # No projection: the record is only in the journal tail, its vector not yet written.
+    found = ids(semantic.search(PARAPHRASE, capability_policy=BOTH))
+    assert fresh in found
+    assert set(found) == {billing, newsletter, fresh}

@@ -41,7 +41,7 @@ def test_the_tail_is_embedded_at_query_time_and_gone_records_are_dropped(
     channel.index_record(SCOPE, "mem_billing", record("Retry policy for failed card payments."))
     channel.index_record(SCOPE, "mem_lunch", record("The team lunch is on Fridays."))
     query = channel.embed_query("how do we handle payment failures")
-    assert [h.record_id for h in channel.rank(SCOPE, query)][0] == "mem_billing"
+    assert channel.rank(SCOPE, query)[0].record_id == "mem_billing"
     tail = {"mem_billing": None,  # forgotten, vector not yet deleted
             "mem_new": record("Declined payments are retried three times, then refunded.")}
     ranked = [h.record_id for h in channel.rank(SCOPE, query, tail)]
