@@ -10,6 +10,7 @@ reliability tests.
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -92,3 +93,92 @@ def describe(calls: Counter[str] | dict[str, int]) -> str:
     """``1 GetItem + 1 TransactWriteItems`` style text, stable order."""
     parts = [f"{n:g} {name.split('.', 1)[1]}" for name, n in sorted(calls.items()) if n]
     return " + ".join(parts) if parts else "none"
+
+
+class RoundTripRecorder:
+    """Times every call of the attached clients, from its start to ``after-call``.
+
+    The start is ``before-parameter-build``, the first event of an API call (before the
+    request is validated and serialized), so a call's time includes its client-side work.
+
+    :func:`sequential_round_trips` of what it recorded is the number of calls that had to
+    wait for one another: calls running at the same time (a search's postings Queries on
+    its reader pool) count once. Every thread is recorded, so measure with nothing else
+    using the clients (the projector pump paused).
+    """
+
+    def __init__(self, network_latency_s: float = 0.0) -> None:
+        """Nothing recorded, attached to nothing.
+
+        ``network_latency_s``: wait this long in every call before it is sent, releasing
+        the GIL as a network round trip does. In-process moto answers while holding the
+        GIL, so without it threads that call together are scheduled one after another
+        and the chain measures the interpreter, not the code's call structure.
+        """
+        self._latency = network_latency_s
+        self._lock = threading.Lock()
+        self._open: dict[int, tuple[str, float]] = {}
+        self.calls: list[tuple[str, float, float]] = []
+        self._attached: list[Any] = []
+
+    def _before(self, model: Any, context: dict[str, Any], **_: Any) -> None:
+        with self._lock:
+            self._open[id(context)] = (model.name, time.perf_counter())
+
+    def _send(self, **_: Any) -> None:
+        if self._latency:
+            time.sleep(self._latency)
+
+    def _after(self, context: dict[str, Any], **_: Any) -> None:
+        end = time.perf_counter()
+        with self._lock:
+            opened = self._open.pop(id(context), None)
+            if opened is not None:
+                self.calls.append((opened[0], opened[1], end))
+
+    def attach(self, clients: Iterable[Any]) -> RoundTripRecorder:
+        """Start timing the calls of each boto3 client."""
+        for client in clients:
+            events = client.meta.events
+            events.register("before-parameter-build.*.*", self._before,
+                            unique_id=f"rtt-b-{id(self)}")
+            events.register("before-call.*.*", self._send, unique_id=f"rtt-s-{id(self)}")
+            events.register("after-call.*.*", self._after, unique_id=f"rtt-a-{id(self)}")
+            self._attached.append(client)
+        return self
+
+    def detach(self) -> None:
+        """Stop timing."""
+        for client in self._attached:
+            client.meta.events.unregister("before-parameter-build.*.*",
+                                          unique_id=f"rtt-b-{id(self)}")
+            client.meta.events.unregister("before-call.*.*", unique_id=f"rtt-s-{id(self)}")
+            client.meta.events.unregister("after-call.*.*", unique_id=f"rtt-a-{id(self)}")
+        self._attached.clear()
+
+    @contextmanager
+    def measure(self) -> Iterator[list[tuple[str, float, float]]]:
+        """Yield a list that, on exit, holds the calls (name, start, end) made in the block."""
+        with self._lock:
+            start = len(self.calls)
+        made: list[tuple[str, float, float]] = []
+        try:
+            yield made
+        finally:
+            with self._lock:
+                made.extend(self.calls[start:])
+
+
+def sequential_round_trips(calls: Iterable[tuple[str, float, float]]) -> int:
+    """The longest chain of calls each starting after the previous one ended.
+
+    (The largest set of pairwise non-overlapping intervals, greedy by end time.) Calls in
+    flight together are one round trip; calls one after another are one each.
+    """
+    chain = 0
+    last_end = float("-inf")
+    for _, start, end in sorted(calls, key=lambda call: call[2]):
+        if start >= last_end:
+            chain += 1
+            last_end = end
+    return chain

@@ -19,6 +19,7 @@ from engram_memory.adapters.crypto.aead import AesGcmSealer
 from engram_memory.adapters.dynamodb.confirmations import DynamoConfirmationGate
 from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore
 from engram_memory.adapters.dynamodb.record_reader import DynamoRecordReader
+from engram_memory.adapters.dynamodb.scope_scan import DynamoScopes
 from engram_memory.adapters.dynamodb.store import DynamoMemoryStore
 from engram_memory.adapters.kms.key_vault import KmsKeyVault
 from engram_memory.adapters.secrets import SecretsManagerSecrets
@@ -32,6 +33,7 @@ from engram_memory.services.paging import PageCursorCodec
 from engram_memory.services.policy import AssertedEvidenceVerifier, SettingsAdmissionPolicy
 from engram_memory.services.projection import ProjectionService
 from engram_memory.services.redaction import Redactor
+from engram_memory.services.reindex import ProjectionRebuild
 from engram_memory.services.search import SearchService
 from engram_memory.services.search_tail import DEFAULT_TAIL_BOUND
 from engram_memory.services.semantic import SemanticChannel
@@ -231,3 +233,9 @@ def get_service() -> GetService:
 def projection_service() -> ProjectionService:
     """The projector's use case."""
     return ProjectionService(_record_reader(), _projection_store(), semantic_channel())
+
+
+def projection_rebuild() -> ProjectionRebuild:
+    """Re-index every record into the current projection generation (an operator's tool)."""
+    return ProjectionRebuild(DynamoScopes(dynamodb_client(), settings().table_name),
+                             projection_service())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import os
 import re
 import secrets
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engram_memory.domain.ranking import PROJECTION_GENERATION
 from engram_memory.local import cli
 
 from .conftest import connect
@@ -123,3 +125,57 @@ def test_serve_stops_on_ctrl_c_and_a_data_dir_keeps_records_and_pending_candidat
         interrupt(proc)
     assert got["record"]["record_id"] == record_id
     assert admitted["outcome"]["status"] == "accepted"
+
+
+async def search_ids(url: str, tok: str, query: str) -> list[str]:
+    async with connect(url, tok, "auto") as client:
+        found = value(await client.call_tool("engram_memory_search", {
+            "query": query, "purpose_ref": PURPOSE, "limit": 10}))
+        return [packet["record"]["record_id"] for packet in found["records"]]
+
+
+def _as_generation_one(data_dir: Path) -> None:
+    """Rewrite the snapshot as the previous release left it: no generation recorded and
+    projection keys without a generation part (``POST#{t}#{w}#{term}`` ...)."""
+    path = data_dir / "state.json"
+    snapshot = json.loads(path.read_text(encoding="utf-8"))
+    del snapshot["projection_generation"]
+    for name, rows in snapshot["tables"].items():
+        if name.endswith("-projection"):
+            for row in rows:
+                row["pk"] = {"S": row["pk"]["S"].replace(f"#{PROJECTION_GENERATION}", "")}
+    path.write_text(json.dumps(snapshot), encoding="utf-8")
+
+
+def _projection_keys(data_dir: Path) -> list[str]:
+    snapshot = json.loads((data_dir / "state.json").read_text(encoding="utf-8"))
+    return [row["pk"]["S"] for name, rows in snapshot["tables"].items()
+            if name.endswith("-projection") for row in rows]
+
+
+@pytest.mark.slow
+def test_a_data_dir_indexed_by_an_older_tokenizer_is_rebuilt_before_serving(
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / "data"
+    proc, url = serve(data_dir)
+    try:
+        record_id = asyncio.run(capture_and_admit(url, token(data_dir),
+                                                  "The staging databases were rebuilt nightly."))
+    finally:
+        interrupt(proc)
+    _as_generation_one(data_dir)
+    assert not any(PROJECTION_GENERATION in key for key in _projection_keys(data_dir))
+
+    proc, url = serve(data_dir)
+    try:
+        # Another inflection of each word: only the stemming index built at start finds it.
+        found = asyncio.run(search_ids(url, token(data_dir), "rebuilding staged database"))
+    finally:
+        interrupt(proc)
+    assert found == [record_id]
+    keys = _projection_keys(data_dir)
+    assert keys
+    assert all(key.split("#")[3] == PROJECTION_GENERATION for key in keys)
+    assert json.loads((data_dir / "state.json").read_text())["projection_generation"] == (
+        PROJECTION_GENERATION)

@@ -28,28 +28,47 @@ from engram_memory.domain.tokenizer import TOKENIZER_VERSION, query_terms, term_
 FIELDS: tuple[str, ...] = ("primary", "decision", "evidence", "context", "citations")
 SCORE_DECIMALS = 9
 """Scores are rounded before ordering so the order always agrees with the shown scores."""
-IMPACT_VERSION = "1"
-"""Version of the impact key the postings are ordered by (domain/impact.py)."""
+IMPACT_VERSION = "2"
+"""Version of the impact key the postings are ordered by (domain/impact.py); 2: k1 = 2.5."""
+PROJECTION_GENERATION = f"t{TOKENIZER_VERSION}i{IMPACT_VERSION}"
+"""Names the projection's key space: a new tokenizer or impact key is a new, empty index
+(rebuilt from canonical state, docs/search.md "Generations"), never mixed with the old one."""
 DEFAULT_POSTINGS_PER_TERM = 1000
 """K: postings read per query term, highest impact first (chosen in docs/search.md)."""
+DEFAULT_POSTINGS_BUDGET = 4000
+"""B: postings one search reads over all its terms; each term gets min(K, B / terms)."""
+MIN_POSTINGS_PER_TERM = 100
+"""A term always gets at least this many, however many terms share the budget."""
 
 
 @dataclass(frozen=True, slots=True)
 class RankingConfig:
     """BM25F parameters: k1, per-field b and per-field weight (aligned with FIELDS)."""
 
-    k1: float = 1.2
+    # k1 = 2.5 measured on Cranfield with the stemming tokenizer (docs/search.md); b and
+    # the weights stayed where they were: no other setting was better beyond noise.
+    k1: float = 2.5
     b: tuple[float, ...] = (0.75, 0.75, 0.75, 0.75, 0.5)
     weights: tuple[float, ...] = (3.0, 2.0, 1.5, 1.0, 0.5)
     profile: str = "bm25f-lexical"
     version: str = "1"
     postings_per_term: int = DEFAULT_POSTINGS_PER_TERM
+    postings_budget: int = DEFAULT_POSTINGS_BUDGET
 
     def __post_init__(self) -> None:
         if len(self.b) != len(FIELDS) or len(self.weights) != len(FIELDS):
             raise ValueError("one b and one weight per field")
-        if self.postings_per_term < 1:
-            raise ValueError("postings_per_term must be positive")
+        if self.postings_per_term < 1 or self.postings_budget < 1:
+            raise ValueError("postings_per_term and postings_budget must be positive")
+
+    def postings_for(self, term_count: int) -> int:
+        """Postings read per term for a query of ``term_count`` distinct terms.
+
+        The budget is shared evenly, so a long query costs about what a short one does
+        instead of terms × K (docs/search.md, "Bounded cost of one search").
+        """
+        share = self.postings_budget // max(1, term_count)
+        return min(self.postings_per_term, max(MIN_POSTINGS_PER_TERM, share))
 
     def as_dict(self) -> dict[str, Any]:
         """The canonical description the config digest covers."""
@@ -64,7 +83,9 @@ class RankingConfig:
             ],
             # Which candidates are scored is part of what a receipt must name.
             "candidates": {"impact_version": IMPACT_VERSION,
-                           "postings_per_term": self.postings_per_term},
+                           "postings_per_term": self.postings_per_term,
+                           "postings_budget": self.postings_budget,
+                           "min_postings_per_term": MIN_POSTINGS_PER_TERM},
         }
 
     @property

@@ -1,4 +1,4 @@
-"""``engram-memory``: the local service's command line (serve, token, confirm)."""
+"""``engram-memory``: the local service's command line (serve, token, confirm, reindex)."""
 
 from __future__ import annotations
 
@@ -73,12 +73,41 @@ def _add_token(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     token.add_argument("--subject", default="local-operator", help="maintainer subject")
 
 
+def _add_reindex(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    reindex = sub.add_parser(
+        "reindex", help="rebuild the search projection of deployed tables (docs/search.md)")
+    reindex.add_argument("--drop-stale", action="store_true",
+                         help="then delete the projection items of other generations")
+    reindex.set_defaults(func=run_reindex)
+
+
+def run_reindex(args: argparse.Namespace) -> int:
+    """Re-index every record of ENGRAM_TABLE_NAME into ENGRAM_PROJECTION_TABLE_NAME.
+
+    Uses the ambient AWS credentials and the ``ENGRAM_*`` table settings; safe to run
+    while the projector runs, and again after an interruption (services/reindex.py).
+    """
+    from engram_memory import bootstrap
+    from engram_memory.adapters.dynamodb.projection_generations import delete_other_generations
+    from engram_memory.domain.ranking import PROJECTION_GENERATION
+
+    scopes = bootstrap.projection_rebuild().run()
+    print(f"generation {PROJECTION_GENERATION}: {len(scopes)} workspaces indexed up to their "
+          "journal head")
+    if args.drop_stale:
+        dropped = delete_other_generations(bootstrap.dynamodb_client(),
+                                           bootstrap.settings().projection_table_name)
+        print(f"deleted {dropped} items of other generations")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="engram-memory", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     _add_serve(sub)
     _add_token(sub)
+    _add_reindex(sub)
     try:
         confirm_cli = importlib.import_module("engram_memory.local.confirm_cli")
     except ImportError:

@@ -27,6 +27,7 @@ from engram_memory.adapters.inprocess_invoker import (
     default_functions_dir,
     load_handler,
 )
+from engram_memory.domain.ranking import PROJECTION_GENERATION
 from engram_memory.local import state
 from engram_memory.local.host_bridge import host_routes
 from engram_memory.local.listener import HEADER_TIMEOUT_S, listener_config
@@ -147,15 +148,28 @@ def _reset_wiring() -> None:
         reset()
 
 
-def _provision(home: Path, restore: bool) -> None:
-    """Tables, tenant key and gate resources on moto; env updated in place."""
+def _provision(home: Path, restore: bool) -> bool:
+    """Tables, tenant key and gate resources on moto; env updated in place.
+
+    True when the projection must be rebuilt (a snapshot of another generation).
+    """
     settings = Settings.from_env()
-    state.provision(home, settings, restore=restore)
+    rebuild = state.provision(home, settings, restore=restore)
     gate = _optional("engram_memory.local.gate_setup", "create_gate_resources")
     if gate is not None:
         clients = state.clients(Settings.from_env())
         os.environ.update(gate(clients.stepfunctions, clients.sqs, Settings.from_env(),
                                iam_client=clients.iam))
+    return rebuild
+
+
+def _rebuild_projection() -> None:
+    """Re-index the restored records under the current tokenizer (before serving)."""
+    from engram_memory import bootstrap
+
+    scopes = bootstrap.projection_rebuild().run()
+    logger.warning("projection rebuilt for tokenizer generation %s: %d workspaces",
+                   PROJECTION_GENERATION, len(scopes))
 
 
 def _start_pumps(settings: Settings, stop_event: threading.Event) -> list[threading.Thread]:
@@ -222,8 +236,10 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     prepare_moto_dynamodb()  # serializable like DynamoDB: no lost commits under concurrency
     moto = start_moto()
     os.environ.update(_environment(config, identity, public_pem(key)))
-    _provision(home, restore=config.data_dir is not None)
+    rebuild = _provision(home, restore=config.data_dir is not None)
     _reset_wiring()
+    if rebuild:
+        _rebuild_projection()
     settings = Settings.from_env()
     stop_event = threading.Event()
     threads = _start_pumps(settings, stop_event)

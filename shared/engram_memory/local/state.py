@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from engram_memory.adapters import local_state
+from engram_memory.adapters.dynamodb.projection_generations import LEGACY_GENERATION
 from engram_memory.adapters.provisioning import create_tables, create_tenant_key
+from engram_memory.domain.ranking import PROJECTION_GENERATION
 from engram_memory.local import moto_s3vectors
 from engram_memory.local.moto_server import MOTO_ACCOUNT_ID
 from engram_memory.settings import Settings
@@ -115,8 +117,13 @@ def _tables(settings: Settings) -> tuple[str, ...]:
     return (settings.table_name, settings.key_table_name, settings.projection_table_name)
 
 
-def provision(home: Path, settings: Settings, *, restore: bool) -> None:
-    """Create tables and the tenant key; refill them from the snapshot when asked."""
+def provision(home: Path, settings: Settings, *, restore: bool) -> bool:
+    """Create tables and the tenant key; refill them from the snapshot when asked.
+
+    True when the snapshot's projection was built by another tokenizer or impact key
+    (another generation): its items are left out and the caller must rebuild the
+    projection from the restored canonical state (services/reindex.py) before serving.
+    """
     aws = clients(settings)
     create_tables(aws.dynamodb, settings)
     if settings.vector_bucket and settings.vector_index:
@@ -124,15 +131,24 @@ def provision(home: Path, settings: Settings, *, restore: bool) -> None:
                                     settings.vector_index)
     key_id = create_tenant_key(aws.kms)
     snapshot_path = home / SNAPSHOT_FILE
+    rebuild = False
     if restore and snapshot_path.is_file():
         snapshot = json.loads(snapshot_path.read_text(encoding="utf-8"))
         if snapshot.get("tenant") == settings.tenant_id:
             key_id = local_state.restore_kms_key(MOTO_ACCOUNT_ID, settings.region,
                                                  snapshot["kms"], key_id)
-            local_state.load_tables(MOTO_ACCOUNT_ID, settings.region, snapshot["tables"])
+            tables = snapshot["tables"]
+            # A snapshot from before generations were recorded holds a generation-1 index.
+            generation = snapshot.get("projection_generation", LEGACY_GENERATION)
+            if generation != PROJECTION_GENERATION:
+                tables = {name: rows for name, rows in tables.items()
+                          if name != settings.projection_table_name}
+                rebuild = True
+            local_state.load_tables(MOTO_ACCOUNT_ID, settings.region, tables)
             moto_s3vectors.import_vectors(settings.vector_bucket, settings.vector_index,
                                           snapshot.get("vectors", []), settings.region)
     os.environ["ENGRAM_KMS_KEY_ID"] = key_id
+    return rebuild
 
 
 def save_snapshot(home: Path, settings: Settings) -> None:
@@ -140,6 +156,7 @@ def save_snapshot(home: Path, settings: Settings) -> None:
     snapshot = {
         "version": 1,
         "tenant": settings.tenant_id,
+        "projection_generation": PROJECTION_GENERATION,
         "kms": local_state.export_kms_key(MOTO_ACCOUNT_ID, settings.region, settings.kms_key_id),
         "tables": local_state.dump_tables(MOTO_ACCOUNT_ID, settings.region, _tables(settings)),
         "vectors": moto_s3vectors.export_vectors(settings.vector_bucket, settings.vector_index,

@@ -117,6 +117,11 @@ class ProjectionStore(Protocol):
         """The ``limit`` highest-impact postings of ``term`` in the scope."""
         ...
 
+    def postings_for_terms(self, scope: Scope, terms: Sequence[str],
+                           limit: int) -> dict[str, list[Posting]]:
+        """:meth:`postings` of every term, read concurrently (one round trip, not one per term)."""
+        ...
+
     def document(self, scope: Scope, record_id: str) -> IndexedDocument | None:
         """The doc item of a record, or None when it was never indexed."""
         ...

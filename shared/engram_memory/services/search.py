@@ -196,10 +196,10 @@ class SearchService:
         # One round trip for all three: the head, the stats with the watermark, the postings.
         head_future = _POOL.submit(self._records.journal_head, scope)
         stats_future = _POOL.submit(self._projection.search_stats, scope, terms)
-        # Each term reads at most K postings, highest impact first: the cost of a search is
-        # bounded by (terms × K) whatever the scope's size (docs/search.md).
-        k = self._config.postings_per_term
-        postings = {term: self._projection.postings(scope, term, k) for term in terms}
+        # Each term reads its best postings (highest impact first) within one per-search
+        # budget, all terms at once: cost and round trips are bounded (docs/search.md).
+        k = self._config.postings_for(len(terms))
+        postings = self._projection.postings_for_terms(scope, terms, k)
         head, stats = head_future.result(), stats_future.result()
         delta = self._tail.delta(scope, stats.watermark, head)
         return head, self._candidates(terms, merge_tail(terms, postings, stats.corpus,

@@ -33,9 +33,9 @@ def _projection_items(read_path: ReadPath) -> list[dict[str, Any]]:
 def _df_matches_postings(read_path: ReadPath) -> dict[str, int]:
     """Assert every df counter equals its term's posting count; return the counters."""
     items = _projection_items(read_path)
-    postings = Counter(i["pk"]["S"].split("#", 3)[3] for i in items
+    postings = Counter(i["pk"]["S"].rsplit("#", 1)[1] for i in items
                        if i["pk"]["S"].startswith("POST#"))
-    counters = {i["pk"]["S"].split("#", 3)[3]: int(i["df"]["N"]) for i in items
+    counters = {i["pk"]["S"].rsplit("#", 1)[1]: int(i["df"]["N"]) for i in items
                 if i["pk"]["S"].startswith("DF#")}
     assert {t: n for t, n in counters.items() if n} == dict(postings)
     return counters

@@ -3,8 +3,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from engram_memory.adapters.dynamodb.projection_store import space
 from engram_memory.adapters.dynamodb.stream_reader import DynamoStreamReader
 from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
+from engram_memory.domain.context import Scope
 
 from tests.integration.read_path.conftest import ReadPath, ids
 
@@ -33,7 +35,8 @@ def _projector(read_path: ReadPath, records: list[dict[str, Any]]) -> dict[str, 
 def _stats(read_path: ReadPath) -> dict[str, int]:
     s = read_path.aws.settings
     item = read_path.aws.dynamodb.get_item(TableName=s.projection_table_name, Key={
-        "pk": {"S": f"STATS#{s.tenant_id}#ws-main"}, "sk": {"S": "STATS"}})["Item"]
+        "pk": {"S": f"STATS#{space(Scope(s.tenant_id, 'ws-main'))}"},
+        "sk": {"S": "STATS"}})["Item"]
     # The watermark (wm) rides on the stats item but is no statistic.
     return {k: int(v["N"]) for k, v in item.items() if "N" in v and k != "wm"}
 

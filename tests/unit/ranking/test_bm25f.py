@@ -22,17 +22,17 @@ def test_a_tiny_corpus_scores_exactly_as_computed_by_hand() -> None:
     # N=2, df(apple)=2 → idf = ln(1 + 0.5/2.5) = ln 1.2 = 0.1823215568
     # avg primary = 2/2 = 1.0, avg context = 3/2 = 1.5
     # A: primary tf 1, len 2 → norm .25+.75*2/1 = 1.75, tf~ = 3/1.75 = 1.7142857
-    #    score = 0.1823215568 * 1.7142857 / 2.9142857 = 0.1072479746
+    #    score = 0.1823215568 * 1.7142857 / (k1 2.5 + 1.7142857) = 0.0741647011
     # B: context tf 2, len 3 → norm .25+.75*3/1.5 = 1.75, tf~ = 2/1.75 = 1.1428571
-    #    score = 0.1823215568 * 1.1428571 / 2.3428571 = 0.0889373448
+    #    score = 0.1823215568 * 1.1428571 / (k1 2.5 + 1.1428571) = 0.0571989198
     docs = [
         FieldDocument("mem_a", {"primary": "apple pie"}),
         FieldDocument("mem_b", {"context": "apple apple banana"}),
     ]
     ranked = rank_documents("apple", docs)
     assert [r.record_id for r in ranked] == ["mem_a", "mem_b"]
-    assert ranked[0].score == pytest.approx(0.1072479746, abs=1e-9)
-    assert ranked[1].score == pytest.approx(0.0889373448, abs=1e-9)
+    assert ranked[0].score == pytest.approx(0.0741647011, abs=1e-9)
+    assert ranked[1].score == pytest.approx(0.0571989198, abs=1e-9)
 
 
 def test_idf_matches_the_documented_formula_and_never_goes_negative() -> None:
@@ -115,3 +115,13 @@ def test_the_config_digest_changes_with_any_parameter() -> None:
 def test_a_config_needs_one_b_and_one_weight_per_field() -> None:
     with pytest.raises(ValueError, match="per field"):
         RankingConfig(b=(0.75,))
+
+
+def test_a_long_query_shares_one_postings_budget_so_its_cost_stays_bounded() -> None:
+    config = RankingConfig(postings_per_term=1000, postings_budget=4000)
+    assert config.postings_for(1) == 1000  # short queries keep the full K
+    assert config.postings_for(4) == 1000
+    assert config.postings_for(8) == 500
+    assert config.postings_for(64) * 64 <= max(4000, 64 * 100)
+    assert config.postings_for(1000) == 100  # never below the per-term floor
+    assert RankingConfig(postings_budget=2000).config_digest != RankingConfig().config_digest

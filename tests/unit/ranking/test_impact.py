@@ -39,8 +39,8 @@ def test_the_impact_code_depends_on_the_document_alone() -> None:
     analyzed = analyze(FieldDocument("mem_a", {"primary": "retry retry queue", "context": "x"}))
     # No corpus statistics go in: the same document always yields the same keys.
     assert posting_codes(analyzed) == posting_codes(analyzed)
-    assert set(posting_codes(analyzed)) == {"retry", "queue", "x"}
-    assert posting_codes(analyzed)["retry"] > posting_codes(analyzed)["queue"]
+    assert set(posting_codes(analyzed)) == {"retri", "queue", "x"}
+    assert posting_codes(analyzed)["retri"] > posting_codes(analyzed)["queue"]
 
 
 def test_sort_keys_order_as_strings_exactly_as_impact_then_record_id() -> None:
@@ -111,3 +111,20 @@ def test_impact_codes_are_fixed_width_integers() -> None:
     assert isinstance(code, int)
     assert 0 <= code < 10**9
     assert len(sort_key(code, "mem_a").partition("#")[0]) == 9
+
+
+def test_every_projection_key_names_its_generation() -> None:
+    from engram_memory.adapters.dynamodb.projection_generations import (
+        LEGACY_GENERATION,
+        generation_of,
+    )
+    from engram_memory.domain.ranking import PROJECTION_GENERATION
+
+    g = PROJECTION_GENERATION
+    assert generation_of(f"POST#t#w#{g}#retri") == g
+    assert generation_of(f"DF#t#w#{g}#retri") == g
+    assert generation_of(f"DOC#t#w#{g}") == g
+    assert generation_of(f"STATS#t#w#{g}") == g
+    assert generation_of("POST#t#w#retry") == LEGACY_GENERATION
+    assert generation_of("STATS#t#w") == LEGACY_GENERATION
+    assert generation_of("SCOPE#t#w") is None

@@ -1,10 +1,14 @@
 """The lexical projection in its own DynamoDB table (layout: docs/search.md).
 
-* posting   ``POST#{t}#{w}#{term}`` / ``{impact:09d}#{record_id}``: ``tf``, ``len`` (CSV)
-* df        ``DF#{t}#{w}#{term}`` / ``DF``: ``df`` (number, = the term's posting count)
-* doc       ``DOC#{t}#{w}`` / ``{record_id}``: ``state``, ``digest``, ``len``, ``chunks``
-* doc terms ``DOC#{t}#{w}`` / ``{record_id}#T#{n:04d}``: ``terms`` (``term\tcode`` lines)
-* stats     ``STATS#{t}#{w}`` / ``STATS``: ``n``, ``l0``..``l4`` (numbers, atomic ADD), ``wm``
+Every partition key names the projection generation ``{g}`` (tokenizer + impact key
+versions, ``ranking.PROJECTION_GENERATION``) after the scope, so an index built by another
+tokenizer is never read or written by this code: it is rebuilt (docs/search.md).
+
+* posting   ``POST#{t}#{w}#{g}#{term}`` / ``{impact:09d}#{record_id}``: ``tf``, ``len`` (CSV)
+* df        ``DF#{t}#{w}#{g}#{term}`` / ``DF``: ``df`` (number, = the term's posting count)
+* doc       ``DOC#{t}#{w}#{g}`` / ``{record_id}``: ``state``, ``digest``, ``len``, ``chunks``
+* doc terms ``DOC#{t}#{w}#{g}`` / ``{record_id}#T#{n:04d}``: ``terms`` (``term\tcode`` lines)
+* stats     ``STATS#{t}#{w}#{g}`` / ``STATS``: ``n``, ``l0``..``l4`` (numbers, atomic ADD), ``wm``
   (the watermark: every journal event up to this cursor is applied; only ever raised)
 
 Postings sort by impact (domain/impact.py), so a term's best K are one descending Query.
@@ -15,8 +19,10 @@ replayed stream record can never count a document twice.
 
 from __future__ import annotations
 
+import contextvars
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -24,7 +30,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 from engram_memory.adapters.dynamodb.posting_writer import PostingChange, PostingWriter, df_key
 from engram_memory.domain.errors import EngramError, RateLimited, StoreUnavailable
 from engram_memory.domain.impact import posting_codes, record_of, sort_key
-from engram_memory.domain.ranking import FIELDS, AnalyzedDocument, CorpusStats, Posting
+from engram_memory.domain.ranking import (
+    FIELDS,
+    PROJECTION_GENERATION,
+    AnalyzedDocument,
+    CorpusStats,
+    Posting,
+)
+from engram_memory.domain.tokenizer import MAX_QUERY_TERMS
 from engram_memory.services.read_ports import IndexedDocument, PostingRef, SearchStats
 
 if TYPE_CHECKING:
@@ -40,6 +53,17 @@ _BATCH = 25
 _GET_BATCH = 100
 _MAX_ATTEMPTS = 8
 _LENGTH_ATTRS = tuple(f"l{i}" for i in range(len(FIELDS)))
+POSTINGS_READERS = MAX_QUERY_TERMS
+"""Posting Queries in flight at once, per process. A Lambda container serves one search at
+a time, so every term of a query (at most MAX_QUERY_TERMS) is read in one round trip; in
+the one-process local service the pool also caps what all searches together have in
+flight, so one search cannot crowd out other workspaces' calls (docs/search.md)."""
+_READERS = ThreadPoolExecutor(max_workers=POSTINGS_READERS, thread_name_prefix="engram-postings")
+
+
+def space(scope: Scope) -> str:
+    """The key part naming a scope's index of this generation: ``{t}#{w}#{g}``."""
+    return f"{space(scope)}#{PROJECTION_GENERATION}"
 
 
 def translate_error(exc: ClientError | BotoCoreError) -> EngramError:
@@ -123,30 +147,30 @@ class DynamoProjectionStore:
         The watermark and the stats come from the same item version, so a stale read can
         only make the journal tail longer, never skip an event.
         """
-        stats_key = {"pk": {"S": f"STATS#{scope.key}"}, "sk": {"S": "STATS"}}
+        stats_key = {"pk": {"S": f"STATS#{space(scope)}"}, "sk": {"S": "STATS"}}
         wanted = list(dict.fromkeys(terms))[:_GET_BATCH - 1]
-        items = self._batch_get([stats_key] + [df_key(scope.key, t) for t in wanted])
-        stats = items.get(f"STATS#{scope.key}", {})
+        items = self._batch_get([stats_key] + [df_key(space(scope), t) for t in wanted])
+        stats = items.get(f"STATS#{space(scope)}", {})
         corpus = CorpusStats(
             doc_count=max(0, int(stats.get("n", {"N": "0"})["N"])),
             length_sums=tuple(max(0, int(stats.get(a, {"N": "0"})["N"])) for a in _LENGTH_ATTRS),
         )
         dfs = {}
         for term in wanted:
-            item = items.get(df_key(scope.key, term)["pk"]["S"])
+            item = items.get(df_key(space(scope), term)["pk"]["S"])
             dfs[term] = max(0, int(item["df"]["N"])) if item and "df" in item else 0
         return SearchStats(corpus, dfs, _watermark_of(stats))
 
     def watermark(self, scope: Scope) -> int:
         """The scope's watermark, strongly consistent (the projector decides from it)."""
-        item = self._get({"pk": {"S": f"STATS#{scope.key}"}, "sk": {"S": "STATS"}}, True)
+        item = self._get({"pk": {"S": f"STATS#{space(scope)}"}, "sk": {"S": "STATS"}}, True)
         return _watermark_of(item or {})
 
     def advance_watermark(self, scope: Scope, cursor: int) -> None:
         """``wm = cursor`` unless it is already there or beyond (a replay never lowers it)."""
         request = {
             "TableName": self._table,
-            "Key": {"pk": {"S": f"STATS#{scope.key}"}, "sk": {"S": "STATS"}},
+            "Key": {"pk": {"S": f"STATS#{space(scope)}"}, "sk": {"S": "STATS"}},
             "UpdateExpression": "SET wm = :c",
             "ConditionExpression": "attribute_not_exists(wm) OR wm < :c",
             "ExpressionAttributeValues": {":c": {"N": str(cursor)}},
@@ -172,7 +196,7 @@ class DynamoProjectionStore:
         found: dict[str, IndexedDocument] = {}
         ids = list(dict.fromkeys(record_ids))
         for start in range(0, len(ids), _GET_BATCH):
-            keys = [{"pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": rid}}
+            keys = [{"pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": rid}}
                     for rid in ids[start:start + _GET_BATCH]]
             for item in self._batch_get_items(keys, consistent=True):
                 document = _document_of(item["sk"]["S"], item)
@@ -184,7 +208,7 @@ class DynamoProjectionStore:
         request: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": f"POST#{scope.key}#{term}"}},
+            "ExpressionAttributeValues": {":pk": {"S": f"POST#{space(scope)}#{term}"}},
             "ProjectionExpression": "sk, tf, #len",
             "ExpressionAttributeNames": {"#len": "len"},
             "ScanIndexForward": False,
@@ -202,16 +226,31 @@ class DynamoProjectionStore:
             request["ExclusiveStartKey"] = last
         return result[:limit]
 
+    def postings_for_terms(self, scope: Scope, terms: Sequence[str],
+                           limit: int) -> dict[str, list[Posting]]:
+        """:meth:`postings` of every term, the Queries run concurrently (one round trip).
+
+        Each read runs in a copy of the caller's context (Powertools' logger keys, a
+        bench's call attribution follow it into the pool).
+        """
+        futures = {
+            term: _READERS.submit(contextvars.copy_context().run, self.postings, scope, term,
+                                  limit)
+            for term in dict.fromkeys(terms)
+        }
+        return {term: future.result() for term, future in futures.items()}
+
     def document(self, scope: Scope, record_id: str) -> IndexedDocument | None:
         """The doc item (strongly consistent: the projector decides from it)."""
-        item = self._get({"pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": record_id}}, True)
+        item = self._get({"pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": record_id}}, True)
         return None if item is None else _document_of(record_id, item)
 
     def document_terms(self, scope: Scope, document: IndexedDocument) -> list[PostingRef]:
         """The stored (term, impact code) list of a document (all its chunks)."""
         refs: list[PostingRef] = []
         for n in range(document.term_chunks):
-            key = {"pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": f"{document.record_id}#T#{n:04d}"}}
+            key = {"pk": {"S": f"DOC#{space(scope)}"},
+                   "sk": {"S": f"{document.record_id}#T#{n:04d}"}}
             item = self._get(key, True)
             if item is not None and item["terms"]["S"]:
                 for line in item["terms"]["S"].split("\n"):
@@ -230,7 +269,7 @@ class DynamoProjectionStore:
         chunks = self._term_list_requests(scope, analyzed.record_id, codes)
         self._batch_write(chunks)
         lengths = _csv(analyzed.lengths)
-        PostingWriter(self._client, self._table, scope.key).apply([
+        PostingWriter(self._client, self._table, space(scope)).apply([
             PostingChange(term, key := self._posting_key(scope, term, codes[term],
                                                          analyzed.record_id),
                           {**key, "tf": {"S": _csv(analyzed.frequencies[term])},
@@ -243,7 +282,7 @@ class DynamoProjectionStore:
                        term_chunks: int) -> bool:
         """Doc → indexed and stats += document, in one transaction; False if already indexed."""
         doc = {
-            "pk": {"S": f"DOC#{scope.key}"},
+            "pk": {"S": f"DOC#{space(scope)}"},
             "sk": {"S": analyzed.record_id},
             "state": {"S": _INDEXED},
             "digest": {"S": record_digest},
@@ -261,7 +300,7 @@ class DynamoProjectionStore:
 
     def delete_postings(self, scope: Scope, record_id: str, refs: Sequence[PostingRef]) -> None:
         """Delete the record's posting under every given (term, code); absent ones are fine."""
-        PostingWriter(self._client, self._table, scope.key).apply([
+        PostingWriter(self._client, self._table, space(scope)).apply([
             PostingChange(term, self._posting_key(scope, term, code, record_id))
             for term, code in sorted(set(refs))
         ])
@@ -270,7 +309,7 @@ class DynamoProjectionStore:
         """Doc → removed and stats −= document, in one transaction; False if not indexed."""
         flip = {"Update": {
             "TableName": self._table,
-            "Key": {"pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": document.record_id}},
+            "Key": {"pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": document.record_id}},
             "UpdateExpression": "SET #st = :removed",
             "ConditionExpression": "#st = :indexed",
             "ExpressionAttributeNames": {"#st": "state"},
@@ -285,7 +324,7 @@ class DynamoProjectionStore:
         """Delete the term-list chunks of a removed document."""
         self._batch_write([
             {"DeleteRequest": {"Key": {
-                "pk": {"S": f"DOC#{scope.key}"},
+                "pk": {"S": f"DOC#{space(scope)}"},
                 "sk": {"S": f"{document.record_id}#T#{n:04d}"},
             }}}
             for n in range(document.term_chunks)
@@ -316,13 +355,13 @@ class DynamoProjectionStore:
             chunks = self._term_list_requests(scope, analyzed.record_id, codes)
             requests.extend(chunks)
             requests.append({"PutRequest": {"Item": {
-                "pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": analyzed.record_id},
+                "pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": analyzed.record_id},
                 "state": {"S": _INDEXED}, "digest": {"S": record_digest},
                 "len": {"S": lengths}, "chunks": {"N": str(len(chunks))},
             }}})
         self._batch_write(requests)
         for term, count in sorted(dfs.items()):
-            self._call("update_item", TableName=self._table, Key=df_key(scope.key, term),
+            self._call("update_item", TableName=self._table, Key=df_key(space(scope), term),
                        UpdateExpression="ADD df :d",
                        ExpressionAttributeValues={":d": {"N": str(count)}})
         update = self._stats_update(scope, len(documents), sums)["Update"]
@@ -332,7 +371,7 @@ class DynamoProjectionStore:
 
     @staticmethod
     def _posting_key(scope: Scope, term: str, code: int, record_id: str) -> dict[str, Any]:
-        return {"pk": {"S": f"POST#{scope.key}#{term}"}, "sk": {"S": sort_key(code, record_id)}}
+        return {"pk": {"S": f"POST#{space(scope)}#{term}"}, "sk": {"S": sort_key(code, record_id)}}
 
     @staticmethod
     def _term_list_requests(scope: Scope, record_id: str,
@@ -341,7 +380,7 @@ class DynamoProjectionStore:
         lines = [f"{term}\t{codes[term]}" for term in sorted(codes)]
         return [
             {"PutRequest": {"Item": {
-                "pk": {"S": f"DOC#{scope.key}"}, "sk": {"S": f"{record_id}#T#{n:04d}"},
+                "pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": f"{record_id}#T#{n:04d}"},
                 "terms": {"S": "\n".join(chunk)},
             }}}
             for n, chunk in enumerate(_chunks(lines))
@@ -354,7 +393,7 @@ class DynamoProjectionStore:
         values.update({f":{a}": {"N": str(v)} for a, v in zip(_LENGTH_ATTRS, lengths, strict=True)})
         return {"Update": {
             "TableName": self._table,
-            "Key": {"pk": {"S": f"STATS#{scope.key}"}, "sk": {"S": "STATS"}},
+            "Key": {"pk": {"S": f"STATS#{space(scope)}"}, "sk": {"S": "STATS"}},
             "UpdateExpression": "ADD n :n, " + ", ".join(f"{a} :{a}" for a in _LENGTH_ATTRS),
             "ExpressionAttributeValues": values,
         }}
