@@ -1,8 +1,8 @@
 """Cranfield loading and the IR measures used by bench/ranking_quality.py.
 
 nDCG@k uses the graded gains of qrels.tsv (4 = complete answer ... 1 = minimum interest)
-with the exponential gain 2^g - 1 and log2(rank + 1) discount; Recall@k counts every listed
-pair as relevant (binary), as the collection's SOURCE.md prescribes.
+with the exponential gain 2^g - 1 (or the linear gain g) and log2(rank + 1) discount;
+Recall@k counts every listed pair as relevant (binary), as the collection's SOURCE.md prescribes.
 """
 
 from __future__ import annotations
@@ -45,11 +45,15 @@ def load_cranfield(folder: Path = DEFAULT_DIR) -> Collection:
     return Collection(docs, queries, qrels)
 
 
-def ndcg_at(ranked: Sequence[str], gains: Mapping[str, int], k: int = 10) -> float:
-    """Normalised discounted cumulative gain at rank k (exponential gains)."""
-    dcg = sum((2 ** gains.get(doc, 0) - 1) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
+def ndcg_at(ranked: Sequence[str], gains: Mapping[str, int], k: int = 10,
+            linear: bool = False) -> float:
+    """Normalised discounted cumulative gain at rank k (gain 2^g - 1, or g when ``linear``)."""
+    def gain(grade: int) -> float:
+        return float(grade) if linear else float(2**grade - 1)
+
+    dcg = sum(gain(gains.get(doc, 0)) / math.log2(i + 2) for i, doc in enumerate(ranked[:k]))
     ideal = sorted(gains.values(), reverse=True)[:k]
-    idcg = sum((2**g - 1) / math.log2(i + 2) for i, g in enumerate(ideal))
+    idcg = sum(gain(g) / math.log2(i + 2) for i, g in enumerate(ideal))
     return dcg / idcg if idcg > 0 else 0.0
 
 
