@@ -127,14 +127,14 @@ def machine() -> str:
 class Bench:
     """A running local service and the two ways of calling its tools."""
 
-    def __init__(self) -> None:
+    def __init__(self, workspaces: tuple[str, ...] = (WORKSPACE,)) -> None:
         """Start the service (moto server, endpoint, pumps) on a free loopback port."""
         quiet()
         self._saved = dict(os.environ)
         self._data = tempfile.TemporaryDirectory(prefix="engram-bench-")
         self.service: RunningService = start_service(LocalConfig(
             port=0, data_dir=Path(self._data.name), tenant=TENANT,
-            workspaces=(WORKSPACE,)))
+            workspaces=workspaces))
         self.handlers: dict[str, Any] = {}
 
     def pause_pumps(self) -> None:

@@ -15,6 +15,7 @@ with a botocore ``before-call`` hook on the handler's client.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import random
 import statistics
@@ -108,7 +109,7 @@ class BulkWriter:
         return getattr(self._client, name)
 
 
-def load(corpus: Corpus, start: int, stop: int, dynamodb: Any) -> None:
+def load(corpus: Corpus, start: int, stop: int, dynamodb: Any, workspace: str = "main") -> None:
     """Records ``start..stop-1`` into the main table and the projection, in bulk."""
     from engram_memory import bootstrap
     from engram_memory.adapters.dynamodb import items
@@ -120,7 +121,7 @@ def load(corpus: Corpus, start: int, stop: int, dynamodb: Any) -> None:
     from engram_memory.services.ports import PutRecord
 
     settings = bootstrap.settings()
-    scope = Scope(settings.tenant_id, "main")
+    scope = Scope(settings.tenant_id, workspace)
     writer = BulkWriter(dynamodb)
     projection = DynamoProjectionStore(writer, settings.projection_table_name)
     # One bulk_load per size step: the df counters then get one ADD per term per step.
@@ -144,6 +145,39 @@ def load(corpus: Corpus, start: int, stop: int, dynamodb: Any) -> None:
         "pk": {"S": items.journal_pk(scope)}, "sk": {"S": items.HEAD_SK},
         "cursor": {"N": str(stop)}, "event_digest": {"S": "sha256:" + "0" * 64},
     })
+
+
+def previous_read_pattern() -> None:
+    """Sequential per-term Queries, up to 64 terms, no budget (the release before)."""
+    from engram_memory import bootstrap
+    from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore
+    from engram_memory.domain import tokenizer
+
+    def sequential(self: Any, scope: Any, terms: Any, limit: int) -> dict[str, Any]:
+        return {term: self.postings(scope, term, limit) for term in dict.fromkeys(terms)}
+
+    DynamoProjectionStore.postings_for_terms = sequential  # type: ignore[method-assign]
+    tokenizer.MAX_QUERY_TERMS = 64
+    service = bootstrap.search_service()
+    service._config = dataclasses.replace(service._config, postings_budget=10**9)
+
+
+def round_trips(handler: Any, events: list[dict[str, Any]]) -> list[int]:
+    """Sequential round trips of each search (50 ms of simulated network per call)."""
+    from aws_calls import RoundTripRecorder, sequential_round_trips
+    from engram_memory import bootstrap
+    from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
+
+    recorder = RoundTripRecorder(network_latency_s=0.05).attach([bootstrap.dynamodb_client()])
+    found = []
+    try:
+        for event in events:
+            with recorder.measure() as made:
+                handler(event, LocalLambdaContext(function_name="search"))
+            found.append(sequential_round_trips(made))
+    finally:
+        recorder.detach()
+    return found
 
 
 def measure(corpus: Corpus, rounds: int, calls: list[int]) -> dict[str, float]:
@@ -177,7 +211,13 @@ def measure(corpus: Corpus, rounds: int, calls: list[int]) -> dict[str, float]:
             per_search.append(calls[0])
             candidates.append(envelope["output"]["value"]["rank_receipt"]["candidate_count"])
     latencies.sort()
+    trips = round_trips(handler, [
+        {"tool": "search", "context": context, "arguments": {
+            "query": " ".join(corpus.words[r] for r in ranks), "purpose_ref": PURPOSE,
+            "limit": 10}} for ranks in QUERY_RANKS])
     return {
+        "trips_mean": statistics.mean(trips),
+        "trips_max": max(trips),
         "p50": statistics.median(latencies),
         "p95": latencies[max(0, round(0.95 * len(latencies)) - 1)],
         "calls_mean": statistics.mean(per_search),
@@ -193,6 +233,8 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,50000")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--k", type=int, default=0, help="postings per term (0: default)")
+    parser.add_argument("--before", action="store_true",
+                        help="the previous read pattern: sequential Queries, no budget")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     os.environ.update(BASE_ENV)
@@ -215,9 +257,14 @@ def main() -> None:
             "before-call.dynamodb", lambda **_: calls.__setitem__(0, calls[0] + 1))
         create_tables(boto3.client("dynamodb", region_name="us-east-1"), bootstrap.settings())
         corpus = Corpus()
-        print(f"postings per term K = {bootstrap.search_service()._config.postings_per_term}")
+        if args.before:
+            previous_read_pattern()
+        config = bootstrap.search_service()._config
+        print(f"postings per term K = {config.postings_per_term}, per-search budget = "
+              f"{config.postings_budget}{' (before: sequential reads)' if args.before else ''}")
         print(f"{'records':>8} {'load s':>7} {'searches':>8} {'p50 ms':>7} {'p95 ms':>7} "
-              f"{'ddb calls/search (mean, max)':>29} {'candidates/search':>18}")
+              f"{'ddb calls/search (mean, max)':>29} {'round trips (mean, max)':>24} "
+              f"{'candidates/search':>18}")
         loaded = 0
         for size in sizes:
             started = time.perf_counter()
@@ -227,6 +274,7 @@ def main() -> None:
             r = measure(corpus, args.rounds, calls)
             print(f"{size:>8} {load_s:>7.1f} {r['searches']:>8.0f} {r['p50']:>7.1f} "
                   f"{r['p95']:>7.1f} {r['calls_mean']:>21.1f}, {r['calls_max']:>5.0f} "
+                  f"{r['trips_mean']:>16.1f}, {r['trips_max']:>5.0f} "
                   f"{r['candidates_mean']:>18.0f}", flush=True)
 
 
