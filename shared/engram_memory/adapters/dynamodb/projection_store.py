@@ -63,7 +63,7 @@ _READERS = ThreadPoolExecutor(max_workers=POSTINGS_READERS, thread_name_prefix="
 
 def space(scope: Scope) -> str:
     """The key part naming a scope's index of this generation: ``{t}#{w}#{g}``."""
-    return f"{space(scope)}#{PROJECTION_GENERATION}"
+    return f"{scope.key}#{PROJECTION_GENERATION}"
 
 
 def translate_error(exc: ClientError | BotoCoreError) -> EngramError:
