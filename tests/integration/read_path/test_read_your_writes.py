@@ -11,8 +11,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from engram_memory import bootstrap
+from engram_memory.adapters.dynamodb.projection_store import space
 from engram_memory.adapters.dynamodb.stream_reader import DynamoStreamReader
 from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
+from engram_memory.domain.context import Scope
 from engram_memory.domain.instant import format_instant
 from engram_memory.local.projector_pump import catch_up_watermarks
 
@@ -182,7 +184,8 @@ def test_a_projection_saved_before_watermarks_catches_up_when_the_local_pump_sta
     s = read_path.aws.settings
     read_path.aws.dynamodb.update_item(  # as an older version left it: no watermark
         TableName=s.projection_table_name, UpdateExpression="REMOVE wm",
-        Key={"pk": {"S": f"STATS#{s.tenant_id}#ws-main"}, "sk": {"S": "STATS"}})
+        Key={"pk": {"S": f"STATS#{space(Scope(s.tenant_id, 'ws-main'))}"},
+             "sk": {"S": "STATS"}})
     assert error_code(read_path.search("tamarin report")) == "PROJECTION_STALE"
     catch_up_watermarks(s)
     assert _watermark(read_path) == 6
