@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from engram_memory.adapters.dynamodb.projection_store import space
+from engram_memory.domain.context import Scope
 from engram_memory.reproject import in_process_projector, projection_triggers, reproject
 
 from tests.integration.read_path.conftest import ReadPath, ids
@@ -20,7 +22,8 @@ def _watermark_and_head(read_path: ReadPath) -> tuple[int, int]:
     scope = f"{s.tenant_id}#ws-main"
     stats = read_path.aws.dynamodb.get_item(
         TableName=s.projection_table_name, ConsistentRead=True,
-        Key={"pk": {"S": f"STATS#{scope}"}, "sk": {"S": "STATS"}}).get("Item", {})
+        Key={"pk": {"S": f"STATS#{space(Scope(s.tenant_id, 'ws-main'))}"},
+             "sk": {"S": "STATS"}}).get("Item", {})
     head = read_path.aws.dynamodb.get_item(
         TableName=s.table_name, ConsistentRead=True,
         Key={"pk": {"S": f"JOURNAL#{scope}"}, "sk": {"S": "HEAD"}})["Item"]
