@@ -1,19 +1,29 @@
-"""Count the AWS API calls a piece of code makes, with a botocore ``before-call`` hook.
+"""Count the AWS API calls a piece of code makes, and how many round trips they cost.
 
-``before-call`` fires once per API operation (not once per HTTP retry attempt), so the
-count is the number of calls the code asked for. Attach the counter to the clients the
-composition root built (``bootstrap.dynamodb_client()``, ``bootstrap.kms_client()``) and
-read ``snapshot()`` around the code under measurement. Shared by the benches and the
-reliability tests.
+A botocore ``before-call`` hook fires once per API operation (not once per HTTP retry
+attempt), so the count is the number of calls the code asked for; with ``after-call`` it
+gives each call's interval. Calls that overlap in time ran concurrently, so the number of
+**sequential round trips** of a measured block is the number of groups of overlapping
+intervals (a call that starts after every earlier one ended waited for them). An optional
+fixed delay per call (``delay_ms``, slept in ``before-call``) stands in for the network
+round trip to AWS, so latencies estimate AWS and concurrent calls certainly overlap.
+
+Calls are attributed to the ``measure()`` block through a context variable: calls a tool
+runs in the background (``engram_memory.concurrency`` copies the caller's context) count
+as its own, and other threads sharing the client (the local projector pump) do not.
+Attach the counter to the clients the composition root built
+(``bootstrap.dynamodb_client()``, ``bootstrap.kms_client()``).
 """
 
 from __future__ import annotations
 
+import contextvars
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 # The minimum the design needs per tool call, derived in bench/README.md ("AWS calls").
@@ -21,67 +31,101 @@ from typing import Any
 DESIGN_MINIMUM: dict[str, dict[str, int]] = {
     "search": {"dynamodb.GetItem": 1, "dynamodb.BatchGetItem": 2},
     "get": {"dynamodb.GetItem": 1, "dynamodb.BatchGetItem": 1},
-    "capture": {"dynamodb.GetItem": 2, "kms.GenerateDataKey": 1,
+    "capture": {"dynamodb.BatchGetItem": 1, "kms.GenerateDataKey": 1,
                 "dynamodb.TransactWriteItems": 1},
-    "request_admission": {"dynamodb.GetItem": 7, "kms.Decrypt": 1,
+    "request_admission": {"dynamodb.BatchGetItem": 2, "kms.Decrypt": 1,
                           "dynamodb.TransactWriteItems": 1},
     "withdraw": {"dynamodb.GetItem": 3, "dynamodb.TransactWriteItems": 1},
     "forget": {"dynamodb.GetItem": 3, "dynamodb.TransactWriteItems": 1},
 }
+# The fewest sequential round trips each tool's reads and writes allow, derived in
+# docs/performance.md ("Round trips"): a call waits only for the calls it depends on.
+ROUND_TRIP_FLOOR: dict[str, int] = {
+    "search": 3, "get": 2, "capture": 2, "request_admission": 3, "withdraw": 2, "forget": 2,
+}
 PER_TERM_NOTE = {"search": " + T Query"}
 
 
+_BLOCK: contextvars.ContextVar[Measured | None] = contextvars.ContextVar(
+    "aws_call_block", default=None)
+
+
+@dataclass
+class Measured:
+    """The AWS calls one measured block made, and their (start, end) intervals."""
+
+    calls: Counter[str] = field(default_factory=Counter)
+    intervals: list[tuple[float, float]] = field(default_factory=list)
+
+    @property
+    def round_trips(self) -> int:
+        """Groups of overlapping calls: the sequential round trips the block waited for."""
+        groups, reach = 0, float("-inf")
+        for start, end in sorted(self.intervals):
+            if start >= reach:
+                groups += 1
+            reach = max(reach, end)
+        return groups
+
+
 class AwsCallCounter:
-    """Thread-safe tally of ``service.Operation`` names seen by the attached clients.
+    """Tallies the ``service.Operation`` calls of the attached clients per measured block."""
 
-    Calls are tallied per calling thread: a shared client also serves background threads
-    (the local projector pump), whose calls are not the measured tool call's.
-    """
-
-    def __init__(self) -> None:
-        """An empty tally attached to nothing."""
-        self._counts: dict[int, Counter[str]] = {}
+    def __init__(self, delay_ms: float = 0.0) -> None:
+        """Attached to nothing; ``delay_ms`` is added to every call (simulated latency)."""
+        self._delay_s = delay_ms / 1000
         self._lock = threading.Lock()
         self._attached: list[Any] = []
+        self._local = threading.local()
 
     def _on_call(self, model: Any, **_: Any) -> None:
-        name = f"{model.service_model.endpoint_prefix}.{model.name}"
-        with self._lock:
-            self._counts.setdefault(threading.get_ident(), Counter())[name] += 1
+        if self._delay_s:
+            time.sleep(self._delay_s)
+        block = _BLOCK.get()
+        self._local.started = (block, time.perf_counter())
+        if block is not None:
+            with self._lock:
+                block.calls[f"{model.service_model.endpoint_prefix}.{model.name}"] += 1
+
+    def _on_done(self, **_: Any) -> None:
+        block, start = getattr(self._local, "started", (None, 0.0))
+        self._local.started = (None, 0.0)
+        if block is not None:
+            with self._lock:
+                block.intervals.append((start, time.perf_counter()))
 
     def attach(self, clients: Iterable[Any]) -> AwsCallCounter:
         """Start counting the calls of each boto3 client (idempotent per client)."""
         for client in clients:
             if any(client is seen for seen in self._attached):
                 continue
-            client.meta.events.register("before-call.*.*", self._on_call,
-                                        unique_id=f"aws-call-counter-{id(self)}")
+            events = client.meta.events
+            events.register_first("before-call.*.*", self._on_call,
+                                  unique_id=f"aws-call-counter-{id(self)}")
+            for done in ("after-call.*.*", "after-call-error.*.*"):
+                events.register(done, self._on_done,
+                                unique_id=f"aws-call-counter-{done}-{id(self)}")
             self._attached.append(client)
         return self
 
     def detach(self) -> None:
         """Stop counting."""
         for client in self._attached:
-            client.meta.events.unregister("before-call.*.*",
-                                          unique_id=f"aws-call-counter-{id(self)}")
+            events = client.meta.events
+            events.unregister("before-call.*.*", unique_id=f"aws-call-counter-{id(self)}")
+            for done in ("after-call.*.*", "after-call-error.*.*"):
+                events.unregister(done, unique_id=f"aws-call-counter-{done}-{id(self)}")
         self._attached.clear()
 
-    def snapshot(self, all_threads: bool = False) -> Counter[str]:
-        """A copy of this thread's tally so far (or every thread's)."""
-        with self._lock:
-            if all_threads:
-                return sum(self._counts.values(), Counter())
-            return Counter(self._counts.get(threading.get_ident(), Counter()))
-
     @contextmanager
-    def measure(self) -> Iterator[Counter[str]]:
-        """Yield a Counter that, on exit, holds the calls this thread made in the block."""
-        before = self.snapshot()
-        delta: Counter[str] = Counter()
+    def measure(self) -> Iterator[Measured]:
+        """Yield what the calls made in the block (and its background calls) add up to."""
+        block = Measured()
+        token = _BLOCK.set(block)
         try:
-            yield delta
+            yield block
         finally:
-            delta.update(self.snapshot() - before)
+            _BLOCK.reset(token)
 
 
 def total(calls: Counter[str] | dict[str, int]) -> int:

@@ -33,6 +33,7 @@ from typing import Any
 
 import bm25s
 from engram_memory import bootstrap
+from engram_memory.composition import search as search_root
 from engram_memory.domain.context import Tool
 from engram_memory.local.projector_pump import drain
 from harness import (
@@ -109,7 +110,7 @@ def configure(settings: dict[str, str]) -> None:
     os.environ.pop("ENGRAM_SEARCH_FUSION_LEXICAL_WEIGHT", None)
     os.environ.update(settings)
     bootstrap.settings.cache_clear()
-    bootstrap.search_service.cache_clear()
+    search_root.service.cache_clear()
 
 
 async def our_rankings(bench: Bench, queries: dict[str, str], by_record: dict[str, str],

@@ -149,7 +149,6 @@ def load(corpus: Corpus, start: int, stop: int, dynamodb: Any, workspace: str = 
 
 def previous_read_pattern() -> None:
     """Sequential per-term Queries, up to 64 terms, no budget (the release before)."""
-    from engram_memory import bootstrap
     from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore
     from engram_memory.domain import tokenizer
 
@@ -158,7 +157,9 @@ def previous_read_pattern() -> None:
 
     DynamoProjectionStore.postings_for_terms = sequential  # type: ignore[method-assign]
     tokenizer.MAX_QUERY_TERMS = 64
-    service = bootstrap.search_service()
+    from engram_memory.composition import search as search_root
+
+    service = search_root.service()
     service._config = dataclasses.replace(service._config, postings_budget=10**9)
 
 
@@ -248,6 +249,7 @@ def main() -> None:
     with mock_aws():
         from engram_memory import bootstrap
         from engram_memory.adapters.provisioning import create_tables
+        from engram_memory.composition import search as search_root
 
         bootstrap.reset()
         # The search handler's own client (bootstrap caches it): count every call it makes.
@@ -259,7 +261,7 @@ def main() -> None:
         corpus = Corpus()
         if args.before:
             previous_read_pattern()
-        config = bootstrap.search_service()._config
+        config = search_root.service()._config
         print(f"postings per term K = {config.postings_per_term}, per-search budget = "
               f"{config.postings_budget}{' (before: sequential reads)' if args.before else ''}")
         print(f"{'records':>8} {'load s':>7} {'searches':>8} {'p50 ms':>7} {'p95 ms':>7} "

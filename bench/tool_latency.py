@@ -1,11 +1,15 @@
 """Latency of the six tools, direct vs. over MCP, and the AWS calls each one makes.
 
-Run: ``.venv/bin/python bench/tool_latency.py [--quick] [--calls N]``. For each tool, N
+Run: ``.venv/bin/python bench/tool_latency.py [--quick] [--calls N] [--aws-delay-ms D]``.
+For each tool, N
 calls (default 500) (a) to the tool's Lambda handler in-process against the local moto
 server and (b) through the full path: the official MCP Python SDK client → the local HTTP
 endpoint → the same handler. Prints p50/p95/p99 in milliseconds, the overhead ratio
 (b)/(a) at p50, and the AWS API calls per tool call (botocore ``before-call`` hook) beside
-the design minimum (bench/README.md). Preparation (fresh candidates, records, approvals,
+the design minimum (bench/README.md), and the **sequential round trips** per call (calls
+that overlap in time count once; bench/aws_calls.py) beside the floor. ``--aws-delay-ms``
+adds a fixed delay to every AWS call (5 ms ≈ DynamoDB in-region), so the latencies estimate
+what the round trips cost on AWS. Preparation (fresh candidates, records, approvals,
 tokens) is never inside a timed region.
 """
 
@@ -17,7 +21,14 @@ import time
 from collections import Counter
 from typing import Any
 
-from aws_calls import DESIGN_MINIMUM, PER_TERM_NOTE, AwsCallCounter, describe, total
+from aws_calls import (
+    DESIGN_MINIMUM,
+    PER_TERM_NOTE,
+    ROUND_TRIP_FLOOR,
+    AwsCallCounter,
+    describe,
+    total,
+)
 from engram_memory import bootstrap
 from engram_memory.domain.context import Tool
 from engram_memory.local.projector_pump import drain
@@ -80,22 +91,27 @@ class Workload:
         return args, self.bench.approve(tool, args)
 
 
+Direct = tuple[list[float], Counter[str], list[int], int]
+
+
 def run_direct(bench: Bench, work: Workload, tool: Tool, calls: int,
-               counter: AwsCallCounter) -> tuple[list[float], Counter[str], int]:
-    """Timings (ms), AWS calls made, errors — handler called in-process."""
+               counter: AwsCallCounter) -> Direct:
+    """Timings (ms), AWS calls made, round trips per call, errors — handler in-process."""
     timings: list[float] = []
     made: Counter[str] = Counter()
+    trips: list[int] = []
     errors = 0
     for _ in range(calls):
         args, ref = work.prepare(tool)
         ctx = {"confirmation_ref": ref} if ref else {}
-        with counter.measure() as delta:
+        with counter.measure() as measured:
             start = time.perf_counter()
             envelope = bench.direct(tool, args, **ctx)
             timings.append((time.perf_counter() - start) * 1000)
-        made.update(delta)
+        made.update(measured.calls)
+        trips.append(measured.round_trips)
         errors += not envelope["ok"]
-    return timings, made, errors
+    return timings, made, trips, errors
 
 
 async def run_mcp(bench: Bench, work: Workload, tool: Tool, calls: int) -> tuple[list[float], int]:
@@ -126,29 +142,36 @@ def _stats(timings: list[float]) -> list[float]:
     return [percentile(timings, q) for q in (50, 95, 99)]
 
 
+def _trips(trips: list[int]) -> str:
+    mean = sum(trips) / len(trips)
+    return f"{mean:.1f}" if max(trips) == min(trips) else f"{mean:.1f} (max {max(trips)})"
+
+
 def row(tool: Tool, direct: list[float], over_mcp: list[float], made: Counter[str],
-        calls: int, errors: int) -> list[Any]:
+        trips: list[int], errors: int) -> list[Any]:
     """One table row."""
-    per_call = Counter({name: n / calls for name, n in made.items()})
+    per_call = Counter({name: n / len(trips) for name, n in made.items()})
     return [tool.value, *_stats(direct), *_stats(over_mcp),
             percentile(over_mcp, 50) / percentile(direct, 50), f"{total(per_call):.1f}",
             describe(per_call),
-            describe(DESIGN_MINIMUM[tool.value]) + PER_TERM_NOTE.get(tool.value, ""), errors]
+            describe(DESIGN_MINIMUM[tool.value]) + PER_TERM_NOTE.get(tool.value, ""),
+            _trips(trips), ROUND_TRIP_FLOOR[tool.value], errors]
 
 
-def measure(tool: Tool, calls: int, records: int) -> list[Any]:
+def measure(tool: Tool, calls: int, records: int, delay_ms: float) -> list[Any]:
     """One tool, ``calls`` times per path, on a fresh service of its own."""
     bench = Bench()
     try:
         seeded = seed(bench, records) if tool in (Tool.SEARCH, Tool.GET) else []
         bench.pause_pumps()
-        counter = AwsCallCounter().attach([bootstrap.dynamodb_client(), bootstrap.kms_client()])
+        counter = AwsCallCounter(delay_ms).attach([bootstrap.dynamodb_client(),
+                                                   bootstrap.kms_client()])
         work = Workload(bench, seeded)
-        direct, made, direct_errors = run_direct(bench, work, tool, calls, counter)
+        direct, made, trips, direct_errors = run_direct(bench, work, tool, calls, counter)
         over_mcp, mcp_errors = asyncio.run(run_mcp(bench, work, tool, calls))
     finally:
         bench.close()
-    return row(tool, direct, over_mcp, made, calls, direct_errors + mcp_errors)
+    return row(tool, direct, over_mcp, made, trips, direct_errors + mcp_errors)
 
 
 def main() -> None:
@@ -156,16 +179,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smoke run (5 calls per tool)")
     parser.add_argument("--calls", type=int, default=500)
+    parser.add_argument("--aws-delay-ms", type=float, default=0.0,
+                        help="fixed delay added to every AWS call (e.g. 5)")
     options = parser.parse_args()
     calls = 5 if options.quick else options.calls
     records = 3 if options.quick else 50
     with silenced():
-        rows = [measure(tool, calls, records) for tool in Tool]
+        rows = [measure(tool, calls, records, options.aws_delay_ms) for tool in Tool]
     print(f"tool latency: {calls} calls per tool and path, "
-          f"{records} searchable records for search/get, a fresh service per tool; "
-          f"{machine()}")
+          f"{records} searchable records for search/get, a fresh service per tool, "
+          f"{options.aws_delay_ms:g} ms added per AWS call; {machine()}")
     print(table(["tool", "direct p50 ms", "p95", "p99", "MCP p50 ms", "p95", "p99",
-                 "MCP/direct p50", "AWS calls", "measured", "design minimum", "errors"], rows))
+                 "MCP/direct p50", "AWS calls", "measured", "design minimum",
+                 "sequential round trips", "floor", "errors"], rows))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,11 @@ FUNCTIONS: Final = (
     "expiry_sweeper",
 )
 
+# The request path (API Gateway → endpoint → tool; host API → request_admission): with
+# ``snap_start`` these run from a SnapStart snapshot, invoked through their ``live`` alias.
+SNAP_START_FUNCTIONS: Final = (*TOOL_FUNCTIONS, "mcp_endpoint", "host_api")
+SNAP_START_ALIAS: Final = "live"
+
 # The partition-key families (docs/storage.md) each function may touch in the main table:
 # every one of its main-table item statements carries ``ForAllValues:StringLike
 # dynamodb:LeadingKeys`` with these (a statement may be fenced narrower; together they

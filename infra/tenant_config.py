@@ -64,6 +64,9 @@ class TenantConfig:
     api_burst_limit: int = 100
     reserved_concurrency: dict[str, int] = field(default_factory=dict)
     allowed_origins: tuple[str, ...] = ()
+    # Lambda SnapStart on the request path (docs/performance.md, "SnapStart"): opt-in, its
+    # snapshot cache is billed per GB-second for as long as the version exists.
+    snap_start: bool = False
     account: str | None = None
     region: str | None = None
     # Semantic channel (docs/search.md): "onnx" (default, in the function), "bedrock-titan-v2"
@@ -113,6 +116,7 @@ class TenantConfig:
             reserved_concurrency={str(k): int(v) for k, v in
                                   dict(raw.get("reserved_concurrency") or {}).items()},
             allowed_origins=tuple(str(o) for o in raw.get("allowed_origins") or ()),
+            snap_start=bool(raw.get("snap_start", False)),
             account=raw.get("account") or None,
             region=raw.get("region") or None,
             semantic_embedder=str(semantic.get("embedder", "onnx")),

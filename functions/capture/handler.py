@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram_memory import bootstrap
+from engram_memory.composition import capture
 from engram_memory.domain.context import Tool
 from engram_memory.runtime import logger, metrics, run_tool, tracer
 
@@ -15,4 +15,4 @@ from engram_memory.runtime import logger, metrics, run_tool, tracer
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Run engram_memory_capture for one internal ToolInvocation event."""
-    return run_tool(Tool.CAPTURE, event, lambda: bootstrap.capture_service().execute)
+    return run_tool(Tool.CAPTURE, event, lambda: capture.service().execute)

@@ -9,15 +9,16 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from engram_memory.adapters.stepfunctions.clients import gate_clients
 from engram_memory.gate.notifier import ConfirmationNotifier
 from engram_memory.gate.wiring import build_notifier
 from engram_memory.settings import Settings
+from engram_memory.tracing import tracer_for
 
 logger = Logger(service="engram-confirmation-notifier")
-tracer = Tracer(service="engram-confirmation-notifier")
+tracer = tracer_for("engram-confirmation-notifier")
 
 
 @cache

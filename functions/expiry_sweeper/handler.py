@@ -11,15 +11,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import ValidationError, parse
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
 from engram_memory import bootstrap
+from engram_memory.composition import expiry
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import EngramError, StoreUnavailable
 from engram_memory.runtime import METRICS_NAMESPACE
 from engram_memory.services.expiry import SweepBudget
+from engram_memory.tracing import tracer_for
 
 SERVICE = "engram-expiry-sweeper"
 MAX_RECORDS_PER_RUN = 500
@@ -30,7 +32,7 @@ RESERVE_MS = 10_000
 LOCAL_BUDGET_MS = 60_000  # no Lambda context (local runs): a fixed wall-clock budget
 
 logger = Logger(service=SERVICE)
-tracer = Tracer(service=SERVICE)
+tracer = tracer_for(SERVICE)
 metrics = Metrics(service=SERVICE, namespace=METRICS_NAMESPACE)
 
 
@@ -64,7 +66,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     budget = SweepBudget(max_records=MAX_RECORDS_PER_RUN, page_size=PAGE_SIZE,
                          remaining_ms=_remaining_ms(context), reserve_ms=RESERVE_MS)
     try:
-        report = bootstrap.expiry_service().sweep(scopes, budget)
+        report = expiry.service().sweep(scopes, budget)
     except EngramError as exc:
         logger.error("expiry sweep failed", extra={"error_code": exc.code})
         _count(f"expiry.error.{exc.code}", 1)

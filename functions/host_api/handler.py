@@ -12,7 +12,7 @@ import os
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from engram_memory.adapters.lambda_invoker import InvocationDeadline
 from engram_memory.adapters.stepfunctions.clients import gate_clients
@@ -20,9 +20,10 @@ from engram_memory.gate.host_api import HostApi
 from engram_memory.gate.wiring import adjudication_invoker, build_host_api
 from engram_memory.mcp.http_guard import event_refusal, security_for_event
 from engram_memory.settings import Settings
+from engram_memory.tracing import tracer_for
 
 logger = Logger(service="engram-host-api")
-tracer = Tracer(service="engram-host-api")
+tracer = tracer_for("engram-host-api")
 # The adjudication invoke waits no longer than this invocation has left.
 DEADLINE = InvocationDeadline()
 

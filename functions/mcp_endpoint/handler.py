@@ -14,7 +14,7 @@ import time
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from engram_memory.adapters.lambda_invoker import InvocationDeadline, lambda_invoker_from_env
 from engram_memory.mcp.apigw import call_asgi, public_base_url
@@ -28,9 +28,10 @@ from engram_memory.mcp.server import (
     session_manager,
 )
 from engram_memory.settings import Settings
+from engram_memory.tracing import tracer_for
 
 logger = Logger(service="engram-mcp-endpoint")
-tracer = Tracer(service="engram-mcp-endpoint")
+tracer = tracer_for("engram-mcp-endpoint")
 # Each tool invoke waits no longer than this invocation has left (one attempt).
 DEADLINE = InvocationDeadline()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Tracer
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import (
     BatchProcessor,
     EventType,
@@ -19,12 +19,13 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from engram_memory import bootstrap
+from engram_memory.composition import projection
 from engram_memory.domain.errors import EngramError, StoreUnavailable
 from engram_memory.services.projection import event_key, record_key, records_in_images
+from engram_memory.tracing import tracer_for
 
 logger = Logger(service="engram-projector")
-tracer = Tracer(service="engram-projector")
+tracer = tracer_for("engram-projector")
 # Whole-batch failures are reported like partial ones, so the stream retries from the
 # first failed record instead of the Lambda raising (and logging) a batch error.
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams,
@@ -44,11 +45,11 @@ def record_handler(record: DynamoDBRecord) -> None:
     try:
         if event is not None:
             # The key alone says which event: no image is decoded.
-            bootstrap.projection_service().catch_up(event.scope, event.cursor)
+            projection.service().catch_up(event.scope, event.cursor)
             return
         assert key is not None
         images = [image for image in (change.old_image, change.new_image) if image]
-        bootstrap.projection_service().reconcile(key, records_in_images(images))
+        projection.service().reconcile(key, records_in_images(images))
     except EngramError:
         raise
     except Exception as exc:

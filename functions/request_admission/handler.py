@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from engram_memory import bootstrap
+from engram_memory.composition import admission
 from engram_memory.domain.context import Tool
 from engram_memory.domain.errors import Unauthorized
 from engram_memory.mcp.host_context import (
@@ -34,7 +35,7 @@ from engram_memory.runtime import (
 
 
 def _adjudicator() -> Adjudicator:
-    return bootstrap.admission_service().adjudicate
+    return admission.service().adjudicate
 
 
 def _maintainer_tenant(token: str) -> str:
@@ -54,4 +55,4 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Run engram_memory_request_admission, or the host's adjudication, for one event."""
     if is_adjudication(event):
         return run_adjudication(event, _adjudicator, deployment_serves, _maintainer_tenant)
-    return run_tool(Tool.REQUEST_ADMISSION, event, lambda: bootstrap.admission_service().execute)
+    return run_tool(Tool.REQUEST_ADMISSION, event, lambda: admission.service().execute)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from engram_memory import bootstrap
+from engram_memory.composition import search
 from engram_memory.domain.context import Tool
 from engram_memory.runtime import logger, metrics, run_tool, tracer
 
@@ -16,4 +16,4 @@ from engram_memory.runtime import logger, metrics, run_tool, tracer
 @tracer.capture_lambda_handler(capture_response=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Run one search."""
-    return run_tool(Tool.SEARCH, event, bootstrap.search_service)
+    return run_tool(Tool.SEARCH, event, search.service)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram_memory import bootstrap
+from engram_memory.composition import withdraw
 from engram_memory.domain.context import Tool
 from engram_memory.runtime import logger, metrics, run_tool, tracer
 
@@ -15,4 +15,4 @@ from engram_memory.runtime import logger, metrics, run_tool, tracer
 @metrics.log_metrics
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Run engram_memory_withdraw for one internal ToolInvocation event."""
-    return run_tool(Tool.WITHDRAW, event, lambda: bootstrap.withdraw_service().execute)
+    return run_tool(Tool.WITHDRAW, event, lambda: withdraw.service().execute)

@@ -111,7 +111,9 @@ class AccessGrants:
     def _grant_request_admission(self, role: iam.IRole) -> None:
         self._mutator(role, "request_admission")
         # Decrypt once, store the accepted record, shred the candidate key (same transaction).
-        self._add(role, self._wrapped_keys(_GET_AND_DELETE))
+        # The wrapped key is read in the same BatchGetItem as the candidate and its
+        # ciphertext (one round trip: docs/write_path.md).
+        self._add(role, self._wrapped_keys((*_GET_AND_DELETE, "dynamodb:BatchGetItem")))
         self._keys.allow_decrypt(role)
 
     def _grant_withdraw(self, role: iam.IRole) -> None:

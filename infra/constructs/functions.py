@@ -26,7 +26,14 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.constructs.retention import retention
-from infra.names import FUNCTIONS, METRICS_NAMESPACE, TOOL_FUNCTIONS, TOOL_SERVICE_NAME
+from infra.names import (
+    FUNCTIONS,
+    METRICS_NAMESPACE,
+    SNAP_START_ALIAS,
+    SNAP_START_FUNCTIONS,
+    TOOL_FUNCTIONS,
+    TOOL_SERVICE_NAME,
+)
 from infra.package import LAYER_DIR, REPO_ROOT, packaged_layer_dir, stage_source
 
 if TYPE_CHECKING:
@@ -107,6 +114,11 @@ class EngramFunctions(Construct):
         self.functions: dict[str, lambda_.Function] = {
             name: self._build_function(SPECS[name]) for name in FUNCTIONS
         }
+        # What callers invoke: the function, or with SnapStart its ``live`` alias (a
+        # snapshot only serves published versions; $LATEST would cold-start every time).
+        self.entry_points: dict[str, lambda_.IFunction] = {
+            name: self._entry_point(name, function) for name, function in self.functions.items()
+        }
 
     def _build_layers(self, layer_dir: Path) -> list[lambda_.ILayerVersion]:
         packaged = packaged_layer_dir(layer_dir)
@@ -181,10 +193,28 @@ class EngramFunctions(Construct):
             tracing=lambda_.Tracing.ACTIVE,
             reserved_concurrent_executions=self._config.reserved_concurrency.get(spec.name),
             environment={**self._environment, **_powertools_env(spec.name)},
+            snap_start=(lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS
+                        if self._snap_starts(spec.name) else None),
         )
         self.roles[spec.name] = role
         self.log_groups[spec.name] = log_group
         return function
+
+    def _snap_starts(self, name: str) -> bool:
+        return self._config.snap_start and name in SNAP_START_FUNCTIONS
+
+    def _entry_point(self, name: str, function: lambda_.Function) -> lambda_.IFunction:
+        if not self._snap_starts(name):
+            return function
+        Annotations.of(function).acknowledge_warning(
+            "@aws-cdk/aws-lambda:snapStartRequirePublish",
+            "Invoked only through its 'live' alias, which publishes a version per change.")
+        return lambda_.Alias(self, f"{_pascal(name)}Live", alias_name=SNAP_START_ALIAS,
+                             version=function.current_version)
+
+    def invoke_name(self, function: str) -> str:
+        """What a caller passes as ``FunctionName`` (the alias-qualified name with SnapStart)."""
+        return self.entry_points[function].function_name
 
     def add_environment(self, function: str, values: Mapping[str, str]) -> None:
         """Set function-specific variables (resource names only known after construction)."""
@@ -192,8 +222,8 @@ class EngramFunctions(Construct):
             self.functions[function].add_environment(key, value)
 
     def arns(self, names: tuple[str, ...]) -> list[str]:
-        """The ARNs of the named functions."""
-        return [self.functions[name].function_arn for name in names]
+        """The ARNs callers may invoke (the alias ARN only, with SnapStart)."""
+        return [self.entry_points[name].function_arn for name in names]
 
 
 def _powertools_env(function: str) -> dict[str, str]:

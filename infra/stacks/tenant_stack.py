@@ -57,8 +57,8 @@ class TenantStack(Stack):
                      managed_embedder=config.semantic_embedder == "bedrock-titan-v2").apply()
         self.projector_dlq = self._build_triggers()
         self.api = EngramApi(self, "Api", config=config,
-                             mcp_endpoint=self.functions.functions["mcp_endpoint"],
-                             host_api=self.functions.functions["host_api"])
+                             mcp_endpoint=self.functions.entry_points["mcp_endpoint"],
+                             host_api=self.functions.entry_points["host_api"])
         self.monitoring = self._build_monitoring()
         self._build_outputs()
         acknowledge_findings(self)
@@ -84,7 +84,7 @@ class TenantStack(Stack):
         functions = EngramFunctions(self, "Functions", config=self.config,
                                     environment=environment)
         functions.add_environment("mcp_endpoint", {
-            f"{names.ENV_FUNCTION_PREFIX}{tool.upper()}": functions.functions[tool].function_name
+            f"{names.ENV_FUNCTION_PREFIX}{tool.upper()}": functions.invoke_name(tool)
             for tool in names.TOOL_FUNCTIONS
         })
         if self.config.allowed_origins:
@@ -94,7 +94,7 @@ class TenantStack(Stack):
         functions.add_environment("host_api", {
             "ENGRAM_STATE_MACHINE_ARN": self.gate.state_machine.state_machine_arn,
             f"{names.ENV_FUNCTION_PREFIX}REQUEST_ADMISSION":
-                functions.functions["request_admission"].function_name,
+                functions.invoke_name("request_admission"),
         })
         functions.add_environment("search", {
             names.ENV_PAGE_CURSOR_SECRET_ARN: self.page_cursor_secret.secret_arn,

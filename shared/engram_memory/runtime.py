@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ValidationError
 
@@ -43,13 +43,14 @@ from engram_memory.domain.errors import (
     Unauthorized,
 )
 from engram_memory.settings import Settings
+from engram_memory.tracing import tracer_for
 
 SERVICE_NAME = "engram-memory"
 METRICS_NAMESPACE = "EngramMemory"
 
 # Import-time objects are observability only (no clients); Powertools reads its env vars.
 logger = Logger(service=SERVICE_NAME)
-tracer = Tracer(service=SERVICE_NAME)
+tracer = tracer_for(SERVICE_NAME)
 metrics = Metrics(service=SERVICE_NAME, namespace=METRICS_NAMESPACE)
 
 # botocore logs request and response bodies at DEBUG (arguments, KMS plaintext keys):

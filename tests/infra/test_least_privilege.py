@@ -435,3 +435,18 @@ def test_the_projector_may_decrypt_through_either_dynamodb_endpoint(
     assert any('"dynamodb.' in v for v in joined)
     assert any('"streams.dynamodb.' in v for v in joined)
     assert "kms:Decrypt" in actions(key)
+
+
+_BATCH_READS = "engram_memory.adapters.dynamodb.batch_reads"
+
+
+def test_the_write_path_may_batch_read_on_every_table_it_batch_reads(
+        synthesized: Synthesized) -> None:
+    # Independent reads go in one BatchGetItem (docs/write_path.md, "Round trips"): the
+    # mutators on the main table, request_admission on the key table too (wrapped keys).
+    assert _called_actions(_BATCH_READS) == {"dynamodb:BatchGetItem"}
+    for name in ("capture", "request_admission", "withdraw", "forget"):
+        assert "dynamodb:BatchGetItem" in _granted_on(synthesized, name, "MainTable"), name
+    assert "dynamodb:BatchGetItem" in _granted_on(synthesized, "request_admission", "KeyTable")
+    # Capture only ever puts a wrapped key: no batch read opens the key table to it.
+    assert not _granted_on(synthesized, "capture", "KeyTable") & _READ_ACTIONS

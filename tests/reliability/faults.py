@@ -9,12 +9,18 @@ Four faults, each aimed at the n-th AWS API call of one tool call:
   request never left);
 * ``read_timeout``: the call really runs, then ``after-call`` raises ReadTimeoutError (the
   request was applied but its answer was lost).
+
+Some calls run concurrently (a tool overlaps independent calls: docs/write_path.md, "Round
+trips"), so the n-th call is named by the counting run before it (operation and
+occurrence, not its position in a racy order) and whether a call is the broken one is
+kept per thread.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,19 +68,13 @@ class FaultInjector:
     target: int | None = None
     kind: str = ""
     fired: int = 0
-    # Per thread: a search issues calls concurrently, and before-call, before-send and
-    # after-call of one call all run on the thread that made it.
-    _local: threading.local = field(default_factory=threading.local)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
     _clients: list[Any] = field(default_factory=list)
-
-    @property
-    def _armed(self) -> bool:
-        return bool(getattr(self._local, "armed", False))
-
-    @_armed.setter
-    def _armed(self, value: bool) -> None:
-        self._local.armed = value
+    _sequence: list[str] = field(default_factory=list)
+    _aim: tuple[str, int] | None = None
+    _counting: bool = False
+    _seen: Counter[str] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _local: threading.local = field(default_factory=threading.local)
 
     def attach(self, *clients: Any) -> FaultInjector:
         """Hook every client (the injector answers before moto's own stub)."""
@@ -90,24 +90,40 @@ class FaultInjector:
         return self
 
     def arm(self, index: int | None, kind: str = "") -> None:
-        """Break call number ``index`` (0-based) of what runs next; None = only count."""
+        """Break call number ``index`` (0-based) of what runs next; None = only count.
+
+        ``index`` counts in the sequence the last counting run (``arm(None)``) saw.
+        """
+        self._counting = index is None
+        if index is None:
+            self._sequence, self._aim = [], None
+        else:
+            name = self._sequence[index] if self._sequence else ""
+            self._aim = (name, self._sequence[:index].count(name))
         self.calls, self.target, self.kind, self.fired = [], index, kind, 0
-        self._armed = False
+        self._seen = Counter()
+        self._local.armed = False
 
     def disarm(self) -> None:
         """Stop breaking calls (the counts of the last run stay readable)."""
-        self.target = None
-        self._armed = False
+        self.target, self._aim, self._counting = None, None, False
+        self._local.armed = False
 
     def _before_call(self, model: Any, **_: Any) -> None:
+        name = f"{model.service_model.endpoint_prefix}.{model.name}"
         with self._lock:
-            self.calls.append(f"{model.service_model.endpoint_prefix}.{model.name}")
-            self._armed = self.target is not None and len(self.calls) - 1 == self.target
-            if self._armed:
-                self._local.call = self.calls[-1]
+            self.calls.append(name)
+            if self._counting:
+                self._sequence.append(name)
+            occurrence = self._seen[name]
+            self._seen[name] += 1
+        self._local.armed = self._aim == (name, occurrence)
+
+    def _armed(self) -> bool:
+        return bool(getattr(self._local, "armed", False))
 
     def _before_send(self, request: Any, **_: Any) -> AWSResponse | None:
-        if not self._armed or self.kind == "read_timeout":
+        if not self._armed() or self.kind == "read_timeout":
             return None
         self.fired += 1
         if self.kind == "connect_timeout":
@@ -117,21 +133,22 @@ class FaultInjector:
         # request. An address no AWS service answers makes it pass, as the real service
         # never saw a throttled or failed request.
         request.url = _NOWHERE
-        service = str(self._local.call).split(".", 1)[0]
+        assert self._aim is not None
+        service = self._aim[0].split(".", 1)[0]
         return error_response(url, service, self.kind)
 
     def _after_call(self, **_: Any) -> None:
-        armed, self._armed = self._armed, False
+        armed, self._local.armed = self._armed(), False
         if armed and self.kind == "read_timeout":
             self.fired += 1
             raise ReadTimeoutError(endpoint_url="injected")
 
     def _after_error(self, **_: Any) -> None:
-        self._armed = False
+        self._local.armed = False
 
     @property
     def broken_call(self) -> str:
         """The ``service.Operation`` the armed fault hit."""
-        assert self.target is not None
-        assert self.target < len(self.calls)
-        return self.calls[self.target]
+        assert self._aim is not None
+        assert self._aim[0] in self.calls
+        return self._aim[0]

@@ -69,7 +69,7 @@ MaxPacketBytes = Annotated[int, Strict(), Field(ge=4096, le=1_048_576)]
 class ClosedModel(BaseModel):
     """Base of every wire model: closed, strict, immutable, and ``null`` never accepted."""
 
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, defer_build=True)
 
     @model_validator(mode="before")
     @classmethod

@@ -43,7 +43,7 @@ ScopeId = Annotated[OpaqueRef, AfterValidator(_no_key_separator)]
 class ContextModel(BaseModel):
     """Wire form of :class:`InvocationContext` (already verified by the endpoint)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
     # Same '#'-free ids as an adjudication: a tool event never names a composite key part.
     tenant_id: Annotated[str, AfterValidator(_no_key_separator)]
@@ -97,7 +97,7 @@ class ContextModel(BaseModel):
 class ToolInvocation(BaseModel):
     """``{tool, context, arguments}``: the event every tool Lambda receives."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     tool: Tool
     context: ContextModel
@@ -107,7 +107,7 @@ class ToolInvocation(BaseModel):
 class AdjudicationInvocation(BaseModel):
     """``{kind: "adjudication", …}``: the host's decision on a held candidate."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, defer_build=True)
 
     kind: Literal["adjudication"]
     tenant_id: ScopeId

@@ -39,7 +39,7 @@ NonEmpty = Annotated[str, Field(min_length=1)]
 class OutputModel(BaseModel):
     """Base of every output model: closed (an unknown field is a bug, not data)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class RecordView(OutputModel):

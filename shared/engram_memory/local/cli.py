@@ -89,9 +89,10 @@ def run_reindex(args: argparse.Namespace) -> int:
     """
     from engram_memory import bootstrap
     from engram_memory.adapters.dynamodb.projection_generations import delete_other_generations
+    from engram_memory.composition import projection as projection_root
     from engram_memory.domain.ranking import PROJECTION_GENERATION
 
-    scopes = bootstrap.projection_rebuild().run()
+    scopes = projection_root.rebuild().run()
     print(f"generation {PROJECTION_GENERATION}: {len(scopes)} workspaces indexed up to their "
           "journal head")
     if args.drop_stale:

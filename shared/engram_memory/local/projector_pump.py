@@ -125,10 +125,10 @@ def catch_up_watermarks(settings: Settings) -> None:
     on restart, so without this a workspace with a long journal would answer
     PROJECTION_STALE until its next write.
     """
-    from engram_memory import bootstrap
+    from engram_memory.composition import projection
     from engram_memory.domain.context import Scope
 
-    service = bootstrap.projection_service()
+    service = projection.service()
     for workspace in settings.workspace_ids:
         service.catch_up_to_head(Scope(settings.tenant_id, workspace))
 

@@ -165,9 +165,9 @@ def _provision(home: Path, restore: bool) -> bool:
 
 def _rebuild_projection() -> None:
     """Re-index the restored records under the current tokenizer (before serving)."""
-    from engram_memory import bootstrap
+    from engram_memory.composition import projection as projection_root
 
-    scopes = bootstrap.projection_rebuild().run()
+    scopes = projection_root.rebuild().run()
     logger.warning("projection rebuilt for tokenizer generation %s: %d workspaces",
                    PROJECTION_GENERATION, len(scopes))
 

@@ -3,6 +3,11 @@
 Order: idempotency replay → the candidate must be pending in this scope (else NOT_FOUND,
 indistinguishable from unknown) → confirmation when the host requires it → policy version
 check (POLICY_STALE) → decrypt once → policy → verifier → tombstone guard → ONE commit.
+
+Round trips (docs/write_path.md, "Round trips"): the idempotency item, the candidate, its
+wrapped key and first ciphertext chunk and the journal head are read together (1); the
+KMS Decrypt of the key runs beside the read of what depends on the candidate, the record
+id and the tombstone guard (2); the commit (3).
 Outcomes: ``accepted`` (record stored, candidate key and ciphertext shredded),
 ``duplicate_exact`` (the record this candidate would produce already exists and is
 accepted_current: its record_id is returned, the candidate is shredded; a record in another
@@ -15,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from engram_memory.concurrency import in_background
 from engram_memory.contract.outputs import AdmissionValue, dump_value
 from engram_memory.contract.validation import canonical_arguments
 from engram_memory.domain import receipts, records
@@ -48,7 +54,7 @@ from engram_memory.services.mutation import (
     commit_fenced,
     gate_element,
     gate_refusal_explained,
-    stored_result,
+    replayed,
     with_rereads,
 )
 from engram_memory.services.policy import check_not_stale
@@ -63,6 +69,8 @@ from engram_memory.services.ports import (
     KeyVault,
     MemoryStore,
     MutationPlan,
+    ReadRequest,
+    ReadResult,
     Sealer,
 )
 
@@ -105,16 +113,17 @@ class AdmissionService:
                      intent_digest(Tool.REQUEST_ADMISSION, args))
 
         def attempt() -> dict[str, Any]:
-            prior = self._prior(ctx.scope, idem)
+            first = self._first_reads(ctx.scope, idem, args["candidate_id"])
+            prior = self._prior(first, idem)
             if prior is not None:
                 return prior
-            candidate = self._pending(ctx.scope, args["candidate_id"])
+            candidate = _pending(first.candidate)
             now_ms = self._clock.now_ms()
             gate_item = gate_element(self._gate, ctx, Tool.REQUEST_ADMISSION, args, now_ms)
-            outcome = self._evaluate(ctx.scope, candidate, now_ms)
+            outcome = self._evaluate(ctx.scope, candidate, first, now_ms)
             with gate_refusal_explained(self._gate, ctx, Tool.REQUEST_ADMISSION, args, now_ms):
                 return self._commit(ctx.scope, actor_of(ctx), idem, candidate, outcome,
-                                    now_ms, gate_item)
+                                    now_ms, gate_item, first.head)
 
         return with_rereads(attempt, self._sleep)
 
@@ -135,80 +144,93 @@ class AdmissionService:
         actor = Actor(principal=approver, agent_id="host", session_id="adjudication")
 
         def attempt() -> dict[str, Any]:
-            prior = self._prior(scope, idem)
+            first = self._first_reads(scope, idem, candidate_id)
+            prior = self._prior(first, idem)
             if prior is not None:
                 return prior
-            candidate = self._pending(scope, candidate_id)
+            candidate = _pending(first.candidate)
             now_ms = self._clock.now_ms()
-            outcome = self._adjudicated(scope, candidate, decision, now_ms)
-            return self._commit(scope, actor, idem, candidate, outcome, now_ms, None)
+            outcome = self._adjudicated(scope, candidate, decision, first, now_ms)
+            return self._commit(scope, actor, idem, candidate, outcome, now_ms, None,
+                                first.head)
 
         return with_rereads(attempt, self._sleep)
 
     # --- reads and decisions ------------------------------------------------------------
 
-    def _prior(self, scope: Scope, idem: Idem) -> dict[str, Any] | None:
-        prior = stored_result(self._store, scope, idem.principal, idem.key, idem.tool,
-                              idem.intent)
+    def _first_reads(self, scope: Scope, idem: Idem, candidate_id: str) -> ReadResult:
+        """Round trip 1: everything that depends on the arguments alone."""
+        return self._store.read_together(scope, ReadRequest(
+            idempotency=(idem.principal, idem.key), candidate_id=candidate_id,
+            wrapped_key_of=candidate_id, chunks=(candidate_id, 1), head=True))
+
+    def _prior(self, first: ReadResult, idem: Idem) -> dict[str, Any] | None:
+        prior = replayed(first.idempotency, idem.tool, idem.intent)
         if prior is None:
             return None
         return dump_value(AdmissionValue.model_validate({**prior, "replayed": True}))
 
-    def _pending(self, scope: Scope, candidate_id: str) -> CandidateEntry:
-        candidate = self._store.get_candidate(scope, candidate_id)
-        if candidate is None or candidate.state != State.PENDING.value:
-            raise NotFound
-        return candidate
+    def _open(self, scope: Scope, candidate: CandidateEntry,
+              first: ReadResult) -> tuple[AdmissionRequest, ReadResult]:
+        """Decrypt the candidate's material once, in memory only; round trip 2 beside it.
 
-    def _open(self, scope: Scope, candidate: CandidateEntry) -> AdmissionRequest:
-        """Decrypt the candidate's material once, in memory only."""
-        context = records.encryption_context(scope, candidate.candidate_id)
-        wrapped = self._store.get_wrapped_key(scope, candidate.candidate_id)
+        Beside the KMS Decrypt, one read fetches what depends on the candidate: its
+        record id and tombstone guard (and the ciphertext chunks past the first).
+        """
+        candidate_id, chunks = candidate.candidate_id, candidate.blob_chunks
+        context = records.encryption_context(scope, candidate_id)
+        wrapped = first.wrapped_key
         if wrapped is None:
             raise NotFound  # shredded meanwhile: the candidate is no longer pending
-        key = self._key_vault.decrypt_data_key(wrapped, context)
-        try:
-            sealed = self._store.load_sealed(scope, candidate.candidate_id,
-                                             candidate.blob_chunks)
-            plaintext = self._sealer.open(key, sealed, canonical_json(context))
-        except BlobMissing:
+        key = in_background(lambda: self._key_vault.decrypt_data_key(wrapped, context))
+        more_chunks = chunks > len(first.chunks)
+        found = self._store.read_together(scope, ReadRequest(
+            record_id=record_id_for(candidate.record_digest),
+            tombstone_of=candidate.payload_digest,
+            chunks=(candidate_id, chunks) if more_chunks else None))
+        pieces = (found.chunks if more_chunks else first.chunks)[:chunks]
+        data_key = key.result()
+        if chunks == 0 or len(pieces) < chunks:
             # A withdraw or a competing admission may have shredded the chunks after the
             # key read: a candidate no longer pending is NOT_FOUND, not lost material.
-            self._pending(scope, candidate.candidate_id)
-            raise
+            _pending(self._store.get_candidate(scope, candidate_id))
+            raise BlobMissing
+        plaintext = self._sealer.open(data_key, b"".join(pieces), canonical_json(context))
         payload, evidence = records.open_material(plaintext)
-        return AdmissionRequest(scope=scope, candidate_id=candidate.candidate_id,
-                                payload=payload, evidence=evidence)
+        return AdmissionRequest(scope=scope, candidate_id=candidate_id, payload=payload,
+                                evidence=evidence), found
 
-    def _evaluate(self, scope: Scope, candidate: CandidateEntry, now_ms: int) -> Outcome:
+    def _evaluate(self, scope: Scope, candidate: CandidateEntry, first: ReadResult,
+                  now_ms: int) -> Outcome:
         running = self._policy.descriptor()
         check_not_stale(running, candidate.policy_version)
-        request = self._open(scope, candidate)
+        request, found = self._open(scope, candidate, first)
         decision = self._policy.decide(request)
         receipt_of = ReceiptFactory(candidate, running.policy_id, running.version)
         if decision is Decision.ACCEPT:
-            return self._acceptance(scope, candidate, request, now_ms, receipt_of, guard=True)
+            return self._acceptance(candidate, request, found, now_ms, receipt_of, guard=True)
         status = "rejected" if decision is Decision.REJECT else "pending_adjudication"
         return Outcome(status=status, receipt=receipt_of(status, None, None))
 
     def _adjudicated(self, scope: Scope, candidate: CandidateEntry, decision: str,
-                     now_ms: int) -> Outcome:
+                     first: ReadResult, now_ms: int) -> Outcome:
         receipt_of = ReceiptFactory(candidate, ADJUDICATION_POLICY_ID,
                                       candidate.policy_version)
         if decision == "reject":
             return Outcome(status="rejected", receipt=receipt_of("rejected", None, None))
-        request = self._open(scope, candidate)
-        return self._acceptance(scope, candidate, request, now_ms, receipt_of, guard=False)
+        request, found = self._open(scope, candidate, first)
+        return self._acceptance(candidate, request, found, now_ms, receipt_of, guard=False)
 
-    def _acceptance(self, scope: Scope, candidate: CandidateEntry, request: AdmissionRequest,
-                    now_ms: int, receipt_of: ReceiptFactory, *, guard: bool) -> Outcome:
+    def _acceptance(self, candidate: CandidateEntry, request: AdmissionRequest,
+                    found: ReadResult, now_ms: int, receipt_of: ReceiptFactory, *,
+                    guard: bool) -> Outcome:
         verdict = self._verifier.verify(request)
         trust = verdict.trust_class
-        if guard and self._store.has_tombstone(scope, candidate.payload_digest):
+        if guard and found.tombstone:
             return Outcome("pending_adjudication", receipt_of("pending_adjudication", trust,
                                                                None))
         record_id = record_id_for(candidate.record_digest)
-        existing = self._store.get_record(scope, record_id)
+        existing = found.record
         if existing is not None:
             if existing.state == State.TOMBSTONED.value:
                 if guard:  # guard item missing but the record is gone: still hold it
@@ -239,10 +261,17 @@ class AdmissionService:
     # --- the commit ---------------------------------------------------------------------
 
     def _commit(self, scope: Scope, actor: Actor, idem: Idem, candidate: CandidateEntry,
-                outcome: Outcome, now_ms: int,
-                gate_item: Mapping[str, Any] | None) -> dict[str, Any]:
+                outcome: Outcome, now_ms: int, gate_item: Mapping[str, Any] | None,
+                head: JournalHead | None) -> dict[str, Any]:
         def build(head: JournalHead) -> tuple[MutationPlan, dict[str, Any]]:
             return plan_admission(scope, actor, idem, candidate, outcome, now_ms, gate_item,
                                   head)
 
-        return commit_fenced(self._store, scope, build, self._sleep)
+        return commit_fenced(self._store, scope, build, self._sleep, head)
+
+
+def _pending(candidate: CandidateEntry | None) -> CandidateEntry:
+    """The candidate, if it is pending (else NOT_FOUND, as for an unknown id)."""
+    if candidate is None or candidate.state != State.PENDING.value:
+        raise NotFound
+    return candidate

@@ -28,6 +28,7 @@ from engram_memory.services.ports import (
     CommitConflict,
     ConfirmationGate,
     ConflictKind,
+    IdempotencyEntry,
     MemoryStore,
     MutationPlan,
 )
@@ -55,7 +56,12 @@ def stored_result(
     store: MemoryStore, scope: Scope, principal: str, key: str, tool: str, intent: str
 ) -> Mapping[str, Any] | None:
     """The committed result of ``key`` when it replays this intent; DigestConflict if not."""
-    entry = store.get_idempotency(scope, principal, key)
+    return replayed(store.get_idempotency(scope, principal, key), tool, intent)
+
+
+def replayed(entry: IdempotencyEntry | None, tool: str, intent: str) -> Mapping[str, Any] | None:
+    """The committed result an idempotency entry holds for this intent; DigestConflict if
+    the key was used for another tool or intent; None when the key is free."""
     if entry is None:
         return None
     if entry.tool != tool or entry.intent_digest != intent:
@@ -68,6 +74,7 @@ def commit_fenced(
     scope: Scope,
     build: Callable[[JournalHead], tuple[MutationPlan, V]],
     sleep: Sleep,
+    head: JournalHead | None = None,
 ) -> V:
     """Commit the plan built on the current head; rebuild on a moved head; FENCE_LOST.
 
@@ -75,9 +82,11 @@ def commit_fenced(
     other writer got in: no read, no wait). Later conflicts mean contention: the head
     named then is soon stale, so the rebuild waits a jittered backoff and reads the head
     again (measured: rebuilding on the named head every time, with or without waiting,
-    doubled FENCE_LOST with 16 writers on one workspace).
+    doubled FENCE_LOST with 16 writers on one workspace). ``head``: the head the caller
+    already read together with its other reads (no read of its own then).
     """
-    head = store.journal_head(scope)
+    if head is None:
+        head = store.journal_head(scope)
     for attempt in range(HEAD_ATTEMPTS):
         plan, value = build(head)
         try:

@@ -219,6 +219,36 @@ class RecordEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadRequest:
+    """Items of one scope a use case needs at once, read in ONE round trip.
+
+    Each field names an item to read (None: not wanted). ``chunks`` reads the first
+    ``count`` ciphertext chunks of a candidate, ``head`` the journal head.
+    """
+
+    idempotency: tuple[str, str] | None = None  # (principal, key)
+    candidate_id: str | None = None
+    wrapped_key_of: str | None = None
+    chunks: tuple[str, int] | None = None  # (candidate_id, count)
+    record_id: str | None = None
+    tombstone_of: str | None = None  # a payload digest
+    head: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReadResult:
+    """What a ``ReadRequest`` found (None / False / a short ``chunks`` when absent)."""
+
+    idempotency: IdempotencyEntry | None = None
+    candidate: CandidateEntry | None = None
+    wrapped_key: bytes | None = None
+    chunks: tuple[bytes, ...] = ()
+    record: RecordEntry | None = None
+    tombstone: bool = False
+    head: JournalHead | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class PutCandidate:
     """Capture: a new pending candidate, its sealed material and its wrapped key."""
 
@@ -344,6 +374,14 @@ class MemoryStore(Protocol):
 
     def journal_head(self, scope: Scope) -> JournalHead:
         """The scope's journal head (cursor 0 when empty)."""
+        ...
+
+    def read_together(self, scope: Scope, request: ReadRequest) -> ReadResult:
+        """Every item ``request`` names, strongly consistent, in one round trip.
+
+        Each item is read consistently, but not as one snapshot: a use case that needs two
+        items to agree checks it (the commit's conditions fence every decision anyway).
+        """
         ...
 
     def journal_events(self, scope: Scope) -> list[JournalEvent]:

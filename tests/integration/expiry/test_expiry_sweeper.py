@@ -8,6 +8,7 @@ import threading
 
 import pytest
 from engram_memory import bootstrap
+from engram_memory.composition import expiry as expiry_root
 from engram_memory.domain.journal import verify_chain
 from engram_memory.services.expiry import Outcome
 from engram_memory.services.ports import DueExpiry
@@ -64,7 +65,7 @@ def test_a_record_expiring_twice_through_a_stale_listing_is_a_replay(expiry: Exp
     due = DueExpiry(record_id=record_id, expires_at_ms=int(entry["expires_at_ms"]["N"]),
                     derivative_rule="make-ineligible")
     expiry.clock.now += 2 * HOUR_MS
-    sweeper = bootstrap.expiry_service()
+    sweeper = expiry_root.service()
     assert sweeper.expire(SCOPE, due) is Outcome.EXPIRED
     count = len(expiry.journal())
     assert sweeper.expire(SCOPE, due) is Outcome.REPLAYED

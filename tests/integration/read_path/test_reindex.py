@@ -11,6 +11,7 @@ from engram_memory.adapters.dynamodb.projection_generations import (
     delete_other_generations,
     generation_of,
 )
+from engram_memory.composition import projection as projection_root
 from engram_memory.domain.ranking import PROJECTION_GENERATION
 
 from tests.integration.read_path.conftest import ReadPath, ids
@@ -50,13 +51,13 @@ def test_reindex_rebuilds_the_current_generation_and_drops_the_old_one(
     _downgrade_to_generation_one(read_path)
     assert {generation_of(i["pk"]["S"]) for i in _projection(read_path)} == {LEGACY_GENERATION}
 
-    assert bootstrap.projection_rebuild().run() == [f"{read_path.aws.settings.tenant_id}#ws-main"]
+    assert projection_root.rebuild().run() == [f"{read_path.aws.settings.tenant_id}#ws-main"]
     # Exactly what the projector had built: same records, same scores, same order.
     assert _scores(read_path.search("deploying retries")) == before
     assert ids(read_path.search("backup")) == [backups]
 
     # Safe to run again (e.g. after an interruption): nothing is counted twice.
-    bootstrap.projection_rebuild().run()
+    projection_root.rebuild().run()
     assert _scores(read_path.search("deploying retries")) == before
 
     dropped = delete_other_generations(bootstrap.dynamodb_client(),

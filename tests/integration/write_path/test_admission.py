@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from engram_memory import bootstrap
+from engram_memory.composition import admission
 from engram_memory.domain.canonical import record_id_for
 from engram_memory.domain.context import Tool
 from engram_memory.domain.receipts import decision_receipt_digest, outcome_transaction_digest
@@ -115,10 +115,10 @@ def test_an_adjudicating_policy_leaves_the_candidate_pending_for_the_host(aws: A
     assert outcome["status"] == "pending_adjudication"
     assert _item(aws, f"CAND#{cand}")["state"]["S"] == "pending"
     assert _key_item(aws, cand) is not None
-    decided = bootstrap.admission_service().adjudicate(SCOPE, cand, "accept", "host:reviewer")
+    decided = admission.service().adjudicate(SCOPE, cand, "accept", "host:reviewer")
     assert decided["outcome"]["status"] == "accepted"
     assert _key_item(aws, cand) is None
-    again = bootstrap.admission_service().adjudicate(SCOPE, cand, "accept", "host:reviewer")
+    again = admission.service().adjudicate(SCOPE, cand, "accept", "host:reviewer")
     assert again["replayed"] is True
     assert again["outcome"] == decided["outcome"]
 

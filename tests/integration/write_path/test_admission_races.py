@@ -10,6 +10,7 @@ from botocore.exceptions import ReadTimeoutError
 from botocore.retries.standard import ExponentialBackoff
 from engram_memory import bootstrap
 from engram_memory.adapters.dynamodb.store import DynamoMemoryStore
+from engram_memory.composition import admission
 from engram_memory.domain.context import Tool
 from engram_memory.domain.errors import IllegalTransition
 
@@ -64,12 +65,15 @@ def test_an_admission_overtaken_by_a_withdraw_between_its_reads_is_not_found(
     withdrawn: list[dict[str, Any]] = []
 
     def overtake(params: dict[str, Any], **_: Any) -> None:
-        # The withdraw commits after the admission read the wrapped key, before the chunks.
-        if not withdrawn and "#BLOB#" in params["Key"]["sk"]["S"]:
+        # The withdraw commits after the admission read the candidate, its wrapped key and
+        # its ciphertext (one batch), while it reads the record and the tombstone guard.
+        sort_keys = [key["sk"]["S"] for table in params["RequestItems"].values()
+                     for key in table["Keys"]]
+        if not withdrawn and any(sk.startswith("TOMB#") for sk in sort_keys):
             withdrawn.append(call(Tool.WITHDRAW, args, confirmation_ref="ref-w"))
 
     bootstrap.dynamodb_client().meta.events.register(
-        "before-parameter-build.dynamodb.GetItem", overtake)
+        "before-parameter-build.dynamodb.BatchGetItem", overtake)
     envelope = admit(cand)
     assert withdrawn
     assert value(withdrawn[0])["receipt"]["to_state"] == "withdrawn"
@@ -107,9 +111,9 @@ def test_the_host_cannot_accept_content_whose_record_expired(aws: AwsEnv) -> Non
     _expire(aws, record_id)
     again = capture(key="capture-key-0002-again")["candidate_id"]
     with pytest.raises(IllegalTransition):
-        bootstrap.admission_service().adjudicate(SCOPE, again, "accept", "approver-1")
+        admission.service().adjudicate(SCOPE, again, "accept", "approver-1")
     assert _candidate(aws, again)["state"]["S"] == "pending"
-    rejected = bootstrap.admission_service().adjudicate(SCOPE, again, "reject", "approver-1")
+    rejected = admission.service().adjudicate(SCOPE, again, "reject", "approver-1")
     assert rejected["outcome"]["status"] == "rejected"
 
 

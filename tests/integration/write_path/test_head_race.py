@@ -14,7 +14,9 @@ from engram_memory.domain.journal import verify_chain
 from tests.integration.conftest import AwsEnv
 from tests.integration.write_path.support import SCOPE, capture
 
-HEAD_READS = "before-parameter-build.dynamodb.GetItem"
+# The head is read alone (GetItem) or with the idempotency item (BatchGetItem).
+HEAD_READS = ("before-parameter-build.dynamodb.GetItem",
+              "before-parameter-build.dynamodb.BatchGetItem")
 COMMITS = "before-call.dynamodb.TransactWriteItems"
 
 
@@ -25,8 +27,9 @@ def test_a_capture_overtaken_at_commit_time_commits_on_the_winners_head(aws: Aws
     overtaken: list[str] = []
 
     def count_head_reads(params: dict[str, Any], **_: Any) -> None:
-        if params["Key"]["sk"]["S"] == "HEAD":
-            head_reads.append(params["Key"]["pk"]["S"])
+        keys = [params["Key"]] if "Key" in params else [
+            key for table in params["RequestItems"].values() for key in table["Keys"]]
+        head_reads.extend(key["pk"]["S"] for key in keys if key["sk"]["S"] == "HEAD")
 
     def overtake(**_: Any) -> None:
         if not overtaken:  # another writer commits first, between read and commit
@@ -35,12 +38,14 @@ def test_a_capture_overtaken_at_commit_time_commits_on_the_winners_head(aws: Aws
                                          key="head-race-winner-0001")["candidate_id"]))
 
     client.meta.events.register(COMMITS, overtake, unique_id="overtake")
-    client.meta.events.register(HEAD_READS, count_head_reads, unique_id="head-reads")
+    for event in HEAD_READS:
+        client.meta.events.register(event, count_head_reads, unique_id=f"head-reads-{event}")
     try:
         loser = capture(text="The overtaken note.", key="head-race-loser-0001")
     finally:
         client.meta.events.unregister(COMMITS, unique_id="overtake")
-        client.meta.events.unregister(HEAD_READS, unique_id="head-reads")
+        for event in HEAD_READS:
+            client.meta.events.unregister(event, unique_id=f"head-reads-{event}")
 
     events = bootstrap.store().journal_events(SCOPE)
     verify_chain(events)

@@ -15,6 +15,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from engram_memory.adapters.dynamodb import items as it
+from engram_memory.adapters.dynamodb.batch_reads import read_together
 from engram_memory.adapters.dynamodb.errors import translate_commit, translate_read
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import BlobMissing, MutationOutcomeUnknown
@@ -31,6 +32,8 @@ from engram_memory.services.ports import (
     MutationPlan,
     PutCandidate,
     PutRecord,
+    ReadRequest,
+    ReadResult,
     RecordEntry,
     TombstoneRecord,
 )
@@ -107,6 +110,10 @@ class DynamoMemoryStore:
         """The scope's journal head (cursor 0 when empty)."""
         item = self._get(self._main, it.journal_pk(scope), it.HEAD_SK)
         return JournalHead() if item is None else _head_of(item)
+
+    def read_together(self, scope: Scope, request: ReadRequest) -> ReadResult:
+        """Every item ``request`` names, in one strongly consistent BatchGetItem."""
+        return read_together(self._client, self._main, self._keys, scope, request)
 
     def journal_events(self, scope: Scope) -> list[JournalEvent]:
         """Every event of the scope, in cursor order."""

@@ -1,0 +1,1 @@
+"""Import floors for bench/cold_start.py: what the stack costs before any project code."""

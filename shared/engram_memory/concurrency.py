@@ -1,0 +1,61 @@
+"""Run an independent AWS call beside the caller's own, so the two cost one round trip.
+
+``in_background(call)`` starts ``call`` on a small per-container thread pool and returns
+its Future; the caller goes on with its own call and then takes the result (re-raising
+the call's exception there). boto3 clients are thread-safe. The worker runs in a copy of
+the caller's ``contextvars`` context, and every registered carrier moves per-thread
+state the caller has into the worker and clears it after (the X-Ray trace entity, when
+tracing is on: ``engram_memory.tracing``), so the call is traced and counted as the
+caller's own.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+T = TypeVar("T")
+
+Restore = Callable[[], Callable[[], None]]
+"""Called in the worker: installs the caller's state, returns how to clear it after."""
+Carrier = Callable[[], Restore]
+"""Called in the caller: captures its per-thread state, returns how to install it."""
+
+MAX_WORKERS = 4
+_carriers: list[Carrier] = []
+_pool: ThreadPoolExecutor | None = None
+_lock = threading.Lock()
+
+
+def register_carrier(carrier: Carrier) -> None:
+    """Carry some per-thread state of the caller into every background call."""
+    _carriers.append(carrier)
+
+
+def _executor() -> ThreadPoolExecutor:
+    # Built on first use (after a SnapStart restore, never inside the snapshot).
+    global _pool
+    with _lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=MAX_WORKERS,
+                                       thread_name_prefix="engram-aws")
+        return _pool
+
+
+def in_background(call: Callable[[], T]) -> Future[T]:
+    """Start ``call`` now, in parallel with the caller; its Future."""
+    context = contextvars.copy_context()
+    restores = [carrier() for carrier in _carriers]
+
+    def run() -> T:
+        clears = [restore() for restore in restores]
+        try:
+            return context.run(call)
+        finally:
+            for clear in clears:
+                clear()
+
+    return _executor().submit(run)
