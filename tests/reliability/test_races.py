@@ -194,17 +194,21 @@ def test_an_admission_overtaken_by_a_withdraw_answers_not_found_not_blob_missing
     fired: list[dict[str, Any]] = []
 
     def overtake(params: dict[str, Any], **_: Any) -> None:
-        # The withdraw commits exactly between the admission's key read and blob read.
-        if not fired and "#BLOB#" in params["Key"]["sk"]["S"]:
+        # The withdraw commits exactly after the admission read the candidate, its key and
+        # its ciphertext (one batch), while it reads the record id and tombstone guard.
+        sort_keys = [key["sk"]["S"] for table in params["RequestItems"].values()
+                     for key in table["Keys"]]
+        if not fired and any(sk.startswith("TOMB#") for sk in sort_keys):
             fired.append(world.call(Tool.WITHDRAW, withdraw, confirmation_ref=ref))
 
     events = bootstrap.dynamodb_client().meta.events
-    events.register("before-parameter-build.dynamodb.GetItem", overtake, unique_id="overtake")
+    hook = "before-parameter-build.dynamodb.BatchGetItem"
+    events.register(hook, overtake, unique_id="overtake")
     try:
         envelope = world.call(Tool.REQUEST_ADMISSION, {
             "candidate_id": candidate, "idempotency_key": new_key("overtake-adm")})
     finally:
-        events.unregister("before-parameter-build.dynamodb.GetItem", unique_id="overtake")
+        events.unregister(hook, unique_id="overtake")
     assert fired
     assert ok(fired[0])["receipt"]["to_state"] == "withdrawn"
     check_invariants(world)
