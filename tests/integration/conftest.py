@@ -7,7 +7,6 @@ composition root (``engram_memory.bootstrap``) reset before and after the test.
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -85,13 +84,8 @@ class AwsEnv:
 
 
 def reset_wiring() -> None:
-    """Reset every composition root (write path, and the read path's when present)."""
+    """Reset every composition root (the cached settings, clients and services)."""
     bootstrap.reset()
-    try:
-        read_root = importlib.import_module("engram_memory.bootstrap_read")
-    except ImportError:
-        return
-    read_root.reset()
 
 
 _MOTO_DYNAMODB_LOCK = threading.RLock()

@@ -109,18 +109,6 @@ def _string_schema(**extra: Any) -> WithJsonSchema:
     return WithJsonSchema({"type": "string", **extra})
 
 
-def instant_to_ms(value: str) -> int:
-    """Epoch milliseconds of a validated Instant (``YYYY-MM-DDTHH:mm:ss.sssZ``)."""
-    parsed = datetime.strptime(value[:19], _INSTANT_FORMAT).replace(tzinfo=UTC)
-    return int(parsed.timestamp()) * 1000 + int(value[20:23])
-
-
-def ms_to_instant(epoch_ms: int) -> str:
-    """The canonical Instant text of epoch milliseconds (UTC, millisecond precision)."""
-    seconds, millis = divmod(epoch_ms, 1000)
-    return datetime.fromtimestamp(seconds, tz=UTC).strftime(_INSTANT_FORMAT) + f".{millis:03d}Z"
-
-
 OpaqueRef = Annotated[
     str,
     Strict(),

@@ -57,12 +57,6 @@ def digest(kind: DigestKind, value: Any) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def digest_bytes(kind: DigestKind, data: bytes) -> str:
-    """Domain-separated SHA-256 digest of raw bytes (e.g. a sealed blob)."""
-    h = hashlib.sha256(_DOMAIN + kind.value.encode("ascii") + b"\n" + data)
-    return "sha256:" + h.hexdigest()
-
-
 def is_digest(value: str) -> bool:
     """True when ``value`` is ``sha256:`` + 64 lowercase hex digits."""
     return DIGEST_RE.fullmatch(value) is not None

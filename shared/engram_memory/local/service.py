@@ -9,7 +9,6 @@ and SQS → notifier event sources. The very same handler files run in-process.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import socket
@@ -22,6 +21,7 @@ from typing import Any
 
 import uvicorn
 
+from engram_memory import bootstrap
 from engram_memory.adapters.inprocess_invoker import (
     InProcessInvoker,
     default_functions_dir,
@@ -29,10 +29,14 @@ from engram_memory.adapters.inprocess_invoker import (
 )
 from engram_memory.domain.ranking import PROJECTION_GENERATION
 from engram_memory.local import state
+from engram_memory.local.expiry_schedule import run_expiry_schedule
+from engram_memory.local.gate_setup import create_gate_resources
 from engram_memory.local.host_bridge import host_routes
 from engram_memory.local.listener import HEADER_TIMEOUT_S, listener_config
 from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
 from engram_memory.local.moto_server import LOOPBACK, MotoService, start_moto
+from engram_memory.local.projector_pump import run_projector_pump
+from engram_memory.local.queue_pump import run_queue_pump
 from engram_memory.local.tokens import load_or_create_host_key, mint_agent_token, public_pem
 from engram_memory.mcp.host_context import verifier_from_settings
 from engram_memory.mcp.server import (
@@ -112,14 +116,6 @@ class RunningService:
         _reset_wiring()
 
 
-def _optional(module: str, name: str) -> Any | None:
-    """A function from a module that may not exist yet (wired as the pieces land)."""
-    try:
-        return getattr(importlib.import_module(module), name, None)
-    except ImportError:
-        return None
-
-
 def _environment(config: LocalConfig, identity: state.LocalIdentity, pem: str) -> dict[str, str]:
     prefix = f"engram-{identity.tenant}"
     return {
@@ -143,9 +139,7 @@ def _environment(config: LocalConfig, identity: state.LocalIdentity, pem: str) -
 
 def _reset_wiring() -> None:
     """Drop the handlers' per-process cached clients (they must see this moto server)."""
-    reset = _optional("engram_memory.bootstrap", "reset")
-    if reset is not None:
-        reset()
+    bootstrap.reset()
 
 
 def _provision(home: Path, restore: bool) -> bool:
@@ -155,11 +149,10 @@ def _provision(home: Path, restore: bool) -> bool:
     """
     settings = Settings.from_env()
     rebuild = state.provision(home, settings, restore=restore)
-    gate = _optional("engram_memory.local.gate_setup", "create_gate_resources")
-    if gate is not None:
-        clients = state.clients(Settings.from_env())
-        os.environ.update(gate(clients.stepfunctions, clients.sqs, Settings.from_env(),
-                               iam_client=clients.iam))
+    provisioned = Settings.from_env()  # provisioning named the tenant key
+    clients = state.clients(provisioned)
+    os.environ.update(create_gate_resources(clients.stepfunctions, clients.sqs, provisioned,
+                                            iam_client=clients.iam))
     return rebuild
 
 
@@ -174,15 +167,10 @@ def _rebuild_projection() -> None:
 
 def _start_pumps(settings: Settings, stop_event: threading.Event) -> list[threading.Thread]:
     threads = []
-    for module, name in (("engram_memory.local.projector_pump", "run_projector_pump"),
-                         ("engram_memory.local.queue_pump", "run_queue_pump"),
-                         ("engram_memory.local.expiry_schedule", "run_expiry_schedule")):
-        pump: Pump | None = _optional(module, name)
-        if pump is None:
-            logger.warning("%s is not available yet; running without it", name)
-            continue
-        thread = threading.Thread(target=pump, args=(settings, stop_event), name=name,
-                                  daemon=True)
+    pumps: tuple[Pump, ...] = (run_projector_pump, run_queue_pump, run_expiry_schedule)
+    for pump in pumps:
+        thread = threading.Thread(target=pump, args=(settings, stop_event),
+                                  name=pump.__name__, daemon=True)
         thread.start()
         threads.append(thread)
     return threads
