@@ -95,7 +95,8 @@ class AccessGrants:
         """The semantic channel: the vector index (and the managed model, if configured)."""
         if self._vectors is None:
             return
-        self._add(role, self._vectors.statement(actions))
+        write = actions == PROJECTOR_ACTIONS
+        self._add(role, self._vectors.statement(actions), self._vectors.key_statement(write=write))
         if self._managed_embedder:
             self._add(role, titan_statement(self._vectors))
 

@@ -2,8 +2,8 @@
 
 One vector bucket and one cosine index per tenant stack; the dimension is the embedder's
 (384 for the in-deployment all-MiniLM-L6-v2, 256/512/1024 for Titan V2). Metadata key
-``scope`` stays filterable (the default): every query filters on it. Encryption: SSE-S3
-(AES256), declared explicitly (docs/search.md says why not the tenant CMK yet).
+``scope`` stays filterable (the default): every query filters on it. Encryption: SSE-KMS
+with the tenant's storage key, like every table (docs/deploy.md, "Keys").
 Grants: the projector may put and delete vectors, search may query (QueryVectors with a
 filter also needs GetVectors), both on this index only; nothing else may touch it.
 """
@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Final
 
-from aws_cdk import Stack
+from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3vectors as s3vectors
 from constructs import Construct
 
@@ -21,21 +22,34 @@ INDEX_NAME: Final = "records"
 PROJECTOR_ACTIONS: Final = ("s3vectors:PutVectors", "s3vectors:DeleteVectors")
 SEARCH_ACTIONS: Final = ("s3vectors:QueryVectors", "s3vectors:GetVectors")
 TITAN_MODEL_ID: Final = "amazon.titan-embed-text-v2:0"
+# The service principal that builds and maintains the index in the background
+# (AWS S3 Vectors user guide, "Data protection and encryption").
+INDEXING_PRINCIPAL: Final = "indexing.s3vectors.amazonaws.com"
+# S3 Vectors puts these keys in the encryption context of every call it makes to KMS.
+CONTEXT_ARN_KEY: Final = "aws:s3vectors:arn"
+CONTEXT_KEYS: Final = (CONTEXT_ARN_KEY, "aws:s3vectors:resource-id")
 
 
 class VectorStore(Construct):
-    """A vector bucket and its one index."""
+    """A vector bucket (encrypted with ``key``) and its one index."""
 
     def __init__(self, scope: Construct, construct_id: str, *, tenant_id: str,
-                 dimension: int) -> None:
+                 dimension: int, key: kms.IKey) -> None:
         """Declare the bucket (named after the tenant) and the cosine index."""
         super().__init__(scope, construct_id)
         self.bucket_name = f"engram-{tenant_id}-vectors"
         self.index_name = INDEX_NAME
+        self.key = key
+        # Built from the name, not GetAtt: the key policy names the bucket and the bucket
+        # names the key, and a GetAtt both ways would be a dependency cycle.
+        self.bucket_arn = Stack.of(self).format_arn(
+            service="s3vectors", resource="bucket", resource_name=self.bucket_name,
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME)
+        self._allow_indexing()
         self.bucket = s3vectors.CfnVectorBucket(
             self, "Bucket", vector_bucket_name=self.bucket_name,
             encryption_configuration=s3vectors.CfnVectorBucket.EncryptionConfigurationProperty(
-                sse_type="AES256"))
+                sse_type="aws:kms", kms_key_arn=key.key_arn))
         self.index = s3vectors.CfnIndex(
             self, "Index", vector_bucket_name=self.bucket_name, index_name=INDEX_NAME,
             data_type="float32", dimension=dimension, distance_metric="cosine")
@@ -46,9 +60,40 @@ class VectorStore(Construct):
         """The index ARN every grant is scoped to."""
         return self.index.attr_index_arn
 
+    def _own_arns(self) -> list[str]:
+        return [self.bucket_arn, f"{self.bucket_arn}/*"]
+
+    def _allow_indexing(self) -> None:
+        # Without it S3 Vectors cannot index in the background and CreateIndex fails.
+        # Decrypt only, for this account, for this bucket, only with S3 Vectors' context.
+        self.key.add_to_resource_policy(iam.PolicyStatement(
+            sid="S3VectorsIndexesThisTenantsBucket",
+            principals=[iam.ServicePrincipal(INDEXING_PRINCIPAL)],
+            actions=["kms:Decrypt"],
+            resources=["*"],
+            conditions={
+                "StringEquals": {"aws:SourceAccount": Stack.of(self).account},
+                "ArnLike": {"aws:SourceArn": self._own_arns()},
+                "ForAnyValue:StringEquals": {"kms:EncryptionContextKeys": list(CONTEXT_KEYS)},
+            },
+        ))
+
     def statement(self, actions: tuple[str, ...]) -> iam.PolicyStatement:
         """``actions`` on this index only."""
         return iam.PolicyStatement(actions=list(actions), resources=[self.index_arn])
+
+    def key_statement(self, *, write: bool) -> iam.PolicyStatement:
+        """The caller's use of the key, only for S3 Vectors calls on this bucket.
+
+        S3 Vectors uses the key on the caller's behalf (a query decrypts, a put also
+        generates data keys); the encryption-context condition keeps the grant to calls
+        that name this bucket or its index.
+        """
+        actions = ["kms:Decrypt"] + (["kms:GenerateDataKey"] if write else [])
+        return iam.PolicyStatement(
+            actions=actions, resources=[self.key.key_arn],
+            conditions={"StringLike": {
+                f"kms:EncryptionContext:{CONTEXT_ARN_KEY}": self._own_arns()}})
 
 
 def titan_statement(scope: Construct) -> iam.PolicyStatement:

@@ -46,7 +46,8 @@ class TenantStack(Stack):
         self.storage = TenantStorage(self, "Storage", key=self.keys.storage_key)
         self.vectors = (None if config.semantic_embedder == "none" else
                         VectorStore(self, "Vectors", tenant_id=config.tenant_id,
-                                    dimension=config.embedding_dimension))
+                                    dimension=config.embedding_dimension,
+                                    key=self.keys.storage_key))
         self.gate = ConfirmationGate(self, "Gate", config=config, table=self.storage.main,
                                      keys=self.keys)
         self.page_cursor_secret = self._build_page_cursor_secret()
