@@ -35,8 +35,8 @@ DESIGN_MINIMUM: dict[str, dict[str, int]] = {
                 "dynamodb.TransactWriteItems": 1},
     "request_admission": {"dynamodb.BatchGetItem": 2, "kms.Decrypt": 1,
                           "dynamodb.TransactWriteItems": 1},
-    "withdraw": {"dynamodb.GetItem": 3, "dynamodb.TransactWriteItems": 1},
-    "forget": {"dynamodb.GetItem": 3, "dynamodb.TransactWriteItems": 1},
+    "withdraw": {"dynamodb.BatchGetItem": 1, "dynamodb.TransactWriteItems": 1},
+    "forget": {"dynamodb.BatchGetItem": 1, "dynamodb.TransactWriteItems": 1},
 }
 # The fewest sequential round trips each tool's reads and writes allow, derived in
 # docs/performance.md ("Round trips"): a call waits only for the calls it depends on.

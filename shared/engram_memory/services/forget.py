@@ -23,8 +23,8 @@ from engram_memory.services.mutation import (
     Sleep,
     commit_fenced,
     gate_refusal_explained,
+    replayed,
     state_behind_gate,
-    stored_result,
     with_rereads,
 )
 from engram_memory.services.ports import (
@@ -32,6 +32,7 @@ from engram_memory.services.ports import (
     ConfirmationGate,
     MemoryStore,
     MutationPlan,
+    ReadRequest,
     RecordEntry,
     TombstoneRecord,
 )
@@ -59,13 +60,16 @@ class ForgetService:
         intent = intent_digest(Tool.FORGET, args)
 
         def attempt() -> dict[str, Any]:
-            prior = stored_result(self._store, ctx.scope, ctx.principal,
-                                  args["idempotency_key"], Tool.FORGET.value, intent)
+            # One round trip: the replay, the target and the head do not depend on each other.
+            found = self._store.read_together(ctx.scope, ReadRequest(
+                idempotency=(ctx.principal, args["idempotency_key"]),
+                record_id=args["record_id"], head=True))
+            prior = replayed(found.idempotency, Tool.FORGET.value, intent)
             if prior is not None:
                 return dump_value(ForgetValue.model_validate({**prior, "replayed": True}))
             now_ms = self._clock.now_ms()
             with state_behind_gate(self._gate, ctx, Tool.FORGET, args, now_ms):
-                record = self._store.get_record(ctx.scope, args["record_id"])
+                record = found.record
                 if record is None:
                     raise NotFound
                 to_state = transition(State(record.state), Operation.TOMBSTONE)
@@ -80,7 +84,8 @@ class ForgetService:
             with gate_refusal_explained(self._gate, ctx, Tool.FORGET, args, now_ms):
                 return commit_fenced(
                     self._store, ctx.scope,
-                    lambda head: _plan(move, record, intent, gate_item, head), self._sleep)
+                    lambda head: _plan(move, record, intent, gate_item, head), self._sleep,
+                    found.head)
 
         return with_rereads(attempt, self._sleep)
 

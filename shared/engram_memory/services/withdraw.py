@@ -20,8 +20,8 @@ from engram_memory.services.mutation import (
     Sleep,
     commit_fenced,
     gate_refusal_explained,
+    replayed,
     state_behind_gate,
-    stored_result,
     with_rereads,
 )
 from engram_memory.services.ports import (
@@ -31,6 +31,7 @@ from engram_memory.services.ports import (
     MemoryStore,
     MoveCandidate,
     MutationPlan,
+    ReadRequest,
 )
 from engram_memory.services.transitions import Transition
 
@@ -59,13 +60,16 @@ class WithdrawService:
         intent = intent_digest(Tool.WITHDRAW, args)
 
         def attempt() -> dict[str, Any]:
-            prior = stored_result(self._store, ctx.scope, ctx.principal,
-                                  args["idempotency_key"], Tool.WITHDRAW.value, intent)
+            # One round trip: the replay, the target and the head do not depend on each other.
+            found = self._store.read_together(ctx.scope, ReadRequest(
+                idempotency=(ctx.principal, args["idempotency_key"]),
+                candidate_id=args["candidate_id"], head=True))
+            prior = replayed(found.idempotency, Tool.WITHDRAW.value, intent)
             if prior is not None:
                 return dump_value(WithdrawValue.model_validate({**prior, "replayed": True}))
             now_ms = self._clock.now_ms()
             with state_behind_gate(self._gate, ctx, Tool.WITHDRAW, args, now_ms):
-                candidate = self._store.get_candidate(ctx.scope, args["candidate_id"])
+                candidate = found.candidate
                 if candidate is None:
                     raise NotFound
                 state = _CANDIDATE_LIFECYCLE.get(candidate.state) or State(candidate.state)
@@ -79,7 +83,8 @@ class WithdrawService:
             with gate_refusal_explained(self._gate, ctx, Tool.WITHDRAW, args, now_ms):
                 return commit_fenced(
                     self._store, ctx.scope,
-                    lambda head: _plan(move, candidate, intent, gate_item, head), self._sleep)
+                    lambda head: _plan(move, candidate, intent, gate_item, head), self._sleep,
+                    found.head)
 
         return with_rereads(attempt, self._sleep)
 
