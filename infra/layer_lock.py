@@ -144,3 +144,31 @@ def unmet_requirements(dependencies: list[str], wheels: dict[str, LockedWheel]) 
         elif not locked.sha256:
             unmet.append(f"{requirement} (wanted by {wanted_by}): no hash")
     return unmet
+
+
+def layer_wheels(dependencies: list[str], wheels: dict[str, LockedWheel],
+                 unused: frozenset[str]) -> list[LockedWheel]:
+    """The locked wheels the run time can import: pyproject's closure without ``unused``.
+
+    A distribution in ``unused`` is not followed, so what only it requires drops out too;
+    anything another kept wheel requires stays. Sorted by name.
+    """
+    kept: dict[str, LockedWheel] = {}
+    pending = [Requirement(dep) for dep in dependencies]
+    while pending:
+        requirement = pending.pop()
+        name = canonicalize_name(requirement.name)
+        if name in kept or name in unused or not applies_on_lambda(requirement, ()):
+            continue
+        kept[name] = wheels[name]
+        pending.extend(Requirement(req) for req in wheels[name].requires)
+    return sorted(kept.values(), key=lambda wheel: wheel.name)
+
+
+def pinned_requirements(wheels: list[LockedWheel]) -> str:
+    """A pip requirements file of exactly these wheels, each with its sha256."""
+    lines = []
+    for wheel in wheels:
+        extras = f"[{','.join(wheel.extras)}]" if wheel.extras else ""
+        lines.append(f"{wheel.name}{extras}=={wheel.version} --hash=sha256:{wheel.sha256}")
+    return "\n".join(lines) + "\n"

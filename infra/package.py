@@ -66,16 +66,39 @@ def _platform_options() -> list[str]:
             "--only-binary=:all:"]
 
 
-def pip_command(target: Path = LAYER_PACKAGES, lock: Path = LOCK_PATH) -> list[str]:
-    """The pip invocation that installs the locked Lambda-platform wheels, hashes checked."""
+LAYER_UNUSED: Final = frozenset({"huggingface-hub"})
+"""Locked (a wheel requires it) but never imported at run time, so not in the layer.
+
+tokenizers requires huggingface-hub only for ``Tokenizer.from_pretrained`` (a download);
+the embedder loads ``tokenizer.json`` from the layer with ``Tokenizer.from_file``. With it
+go what only it requires (hf-xet, fsspec, filelock, pyyaml, tqdm): ~15 MiB.
+``tests/unit/adapters/test_onnx_embedder_imports.py`` proves the embedder runs without it.
+"""
+
+
+def layer_requirements(lock: Path = LOCK_PATH) -> str:
+    """The requirements file the layer installs: the lock's wheels minus LAYER_UNUSED."""
+    from infra.layer_lock import layer_wheels, parse_lock, pinned_requirements
+
+    _, wheels = parse_lock(lock.read_text(encoding="utf-8"))
+    return pinned_requirements(layer_wheels(runtime_requirements(), wheels, LAYER_UNUSED))
+
+
+def pip_command(target: Path, requirements: Path) -> list[str]:
+    """The pip invocation that installs the pinned Lambda-platform wheels, hashes checked.
+
+    ``--no-deps``: the requirements are already the whole closure (from the lock, which a
+    test proves closed); pip's resolver would otherwise ask for the LAYER_UNUSED ones.
+    """
     return [
         sys.executable, "-m", "pip", "install",
         *_platform_options(),
         "--require-hashes",
+        "--no-deps",
         "--no-compile",
         "--disable-pip-version-check",
         "--target", str(target),
-        "--requirement", str(lock),
+        "--requirement", str(requirements),
     ]
 
 
@@ -93,7 +116,11 @@ def resolve_command(requirements: list[str], report: Path) -> list[str]:
 
 def install_locked_wheels(layer_root: Path) -> None:
     """Layer step: the locked wheels into ``python/`` (pip fails on any hash mismatch)."""
-    subprocess.run(pip_command(layer_root / "python"), check=True)  # noqa: S603
+    with tempfile.TemporaryDirectory(prefix="engram-layer-") as tmp:
+        requirements = Path(tmp) / "requirements.txt"
+        requirements.write_text(layer_requirements(), encoding="utf-8")
+        subprocess.run(pip_command(layer_root / "python", requirements),  # noqa: S603
+                       check=True)
 
 
 def add_models(layer_root: Path, models_dir: Path = MODELS_DIR) -> None:
@@ -194,9 +221,10 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python infra/package.py [lock]", file=sys.stderr)
         return 2
     layer = build_layer()
-    size_mb = layer_size(layer) / 1_000_000
+    size = layer_size(layer)
     print(f"Lambda dependencies for Python {PYTHON_VERSION} arm64 are in {layer}/python "
-          f"({size_mb:.1f} MB unzipped)")
+          f"({size / 1_000_000:.1f} MB = {size / 2**20:.1f} MiB unzipped; "
+          f"Lambda allows 250 MiB for code and layers together)")
     return 0
 
 

@@ -9,6 +9,7 @@ import pytest
 from infra.constructs.functions import ARCHITECTURE, RUNTIME
 from infra.layer_lock import (
     dependencies_digest,
+    layer_wheels,
     parse_lock,
     render_lock,
     unmet_requirements,
@@ -18,6 +19,7 @@ from infra.package import (
     LOCK_PATH,
     PYTHON_VERSION,
     build_layer,
+    layer_requirements,
     packaged_layer_dir,
     pip_command,
     runtime_requirements,
@@ -34,10 +36,12 @@ def _option_values(command: list[str], option: str) -> list[str]:
     return [command[i + 1] for i, arg in enumerate(command) if arg == option]
 
 
-def test_the_layer_is_installed_from_the_lock_with_hashes_for_the_lambda_platform() -> None:
-    command = pip_command()
-    assert _option_values(command, "--requirement") == [str(LOCK_PATH)]
+def test_the_layer_is_installed_from_the_lock_with_hashes_for_the_lambda_platform(
+        tmp_path: Path) -> None:
+    command = pip_command(tmp_path / "python", tmp_path / "requirements.txt")
+    assert _option_values(command, "--requirement") == [str(tmp_path / "requirements.txt")]
     assert "--require-hashes" in command
+    assert "--no-deps" in command  # the requirements are the lock's whole closure
     assert "--upgrade" not in command
     assert set(_option_values(command, "--platform")) == {
         "manylinux_2_28_aarch64", "manylinux2014_aarch64"}
@@ -67,6 +71,34 @@ def _report_item(name: str, version: str, requires: list[str], extras: list[str]
     return {"metadata": {"name": name, "version": version, "requires_dist": requires},
             "requested_extras": extras,
             "download_info": {"archive_info": {"hashes": {"sha256": sha}}}}
+
+
+def test_the_layer_installs_every_locked_wheel_but_the_unused_and_what_only_they_need(
+) -> None:
+    _, locked = parse_lock(LOCK_PATH.read_text(encoding="utf-8"))
+    pinned = {line.split("==")[0].split("[")[0]: line
+              for line in layer_requirements().splitlines()}
+    assert "huggingface-hub" in locked  # tokenizers requires it ...
+    assert {"huggingface-hub", "hf-xet", "fsspec", "filelock", "pyyaml", "tqdm"} & set(
+        pinned) == set()  # ... the run time never imports it
+    assert {"tokenizers", "onnxruntime", "numpy", "click", "mcp", "boto3"} <= set(pinned)
+    assert set(pinned) == set(locked) - {"huggingface-hub", "hf-xet", "fsspec", "filelock",
+                                         "pyyaml", "tqdm"}
+    for name, line in pinned.items():
+        assert line.endswith(f"--hash=sha256:{locked[name].sha256}"), name
+
+
+def test_pruning_keeps_what_another_kept_wheel_still_requires() -> None:
+    report = {"install": [_report_item("app", "1", ["tok", "server"]),
+                          _report_item("tok", "1", ["hub"]),
+                          _report_item("hub", "1", ["shared", "hub-only"]),
+                          _report_item("server", "1", ["shared"]),
+                          _report_item("shared", "1", []),
+                          _report_item("hub-only", "1", [])]}
+    _, wheels = parse_lock(render_lock(wheels_from_report(report), dependencies=[],
+                                       header="h"))
+    kept = layer_wheels(["app"], wheels, frozenset({"hub"}))
+    assert [w.name for w in kept] == ["app", "server", "shared", "tok"]
 
 
 def test_markers_are_evaluated_for_lambda_not_for_the_machine_that_locks() -> None:
