@@ -1,8 +1,9 @@
 """What the semantic channel costs: query embedding time, cold start, Lambda layer bytes.
 
 Used by bench/ranking_quality.py. The cold start runs in a fresh interpreter, as a new
-Lambda container would: import the embedder, check the model's sha256 and build the
-onnxruntime session, embed one query. The layer split reads the lock (which distributions
+Lambda container would: import the embedder, check the model files against the manifest
+(sizes; the sha256 is checked when the layer is built) and build the onnxruntime session,
+embed one query. The layer split reads the lock (which distributions
 only the ``semantic`` extra pulls in) and the built layer's RECORD files.
 """
 
@@ -52,7 +53,7 @@ def query_embedding(root: Path, queries: list[str]) -> list[str]:
 
 
 def cold_start(root: Path, runs: int) -> list[str]:
-    """Median ms of import / hash check + session / first embedding, and max peak RSS."""
+    """Median ms of import / model check + session / first embedding, and max peak RSS."""
     env = {**os.environ, "PYTHONPATH": f"{root}{os.pathsep}{root / 'shared'}"}
     rows = []
     for _ in range(runs):
@@ -122,7 +123,7 @@ def channel_costs(root: Path, queries: list[str], runs: int) -> str:
         "\nquery embedding alone, in process (ms)",
         table(["median", "p95"], [query_embedding(root, queries)]),
         f"\nsemantic cold start, fresh interpreter (median of {runs})",
-        table(["import ms", "hash check + session ms", "first embedding ms", "peak RSS MiB"],
+        table(["import ms", "model check + session ms", "first embedding ms", "peak RSS MiB"],
               [cold_start(root, runs)]),
     ]
     split = layer_split(root)

@@ -126,8 +126,9 @@ def install_locked_wheels(layer_root: Path) -> None:
 def add_models(layer_root: Path, models_dir: Path = MODELS_DIR) -> None:
     """Layer step: each model's files into ``engram-models/<name>``, sha256 checked first.
 
-    The model is pinned by its MANIFEST.json (the sha256 of every file, committed with the
-    files); a file that does not match stops the build instead of shipping another model.
+    The model is pinned by its MANIFEST.json (the sha256 and size of every file, committed
+    with the files); a file that does not match stops the build instead of shipping another
+    model. This is the one full hash: at run time the embedder checks sizes only.
     """
     for name in LAYER_MODELS:
         source = models_dir / name
@@ -136,7 +137,8 @@ def add_models(layer_root: Path, models_dir: Path = MODELS_DIR) -> None:
         target.mkdir(parents=True)
         for file_name, expected in sorted(manifest["files"].items()):
             data = (source / file_name).read_bytes()
-            if hashlib.sha256(data).hexdigest() != expected:
+            if (hashlib.sha256(data).hexdigest() != expected
+                    or len(data) != manifest["bytes"][file_name]):
                 raise SystemExit(f"{source / file_name} does not match its MANIFEST.json sha256")
             (target / file_name).write_bytes(data)
         for kept in ("MANIFEST.json", "LICENSE", "README.md"):  # redistribution: the terms

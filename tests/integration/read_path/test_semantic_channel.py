@@ -65,13 +65,17 @@ def test_forget_deletes_the_vector_and_search_never_returns_it(semantic: ReadPat
     assert ids(semantic.search(PARAPHRASE, capability_policy=BOTH)) == [newsletter]
 
 
+@pytest.mark.parametrize("damage", ["truncated", "same-size garbage"])
 def test_a_broken_model_is_ranking_unavailable_only_where_semantic_is_required(
-    semantic: ReadPath, tmp_path: Path,
+    semantic: ReadPath, tmp_path: Path, damage: str,
 ) -> None:
     admit_two(semantic)
     broken = tmp_path / "model"
     shutil.copytree(MODEL_DIR, broken)
-    (broken / "model.onnx").write_bytes(b"not the model")  # its sha256 no longer matches
+    data = (broken / "model.onnx").read_bytes()
+    # Truncated: the size no longer matches the manifest. Same size: onnxruntime's parse fails.
+    (broken / "model.onnx").write_bytes(data[: len(data) // 2] if damage == "truncated"
+                                        else b"\xff" * len(data))
     semantic.aws.configure(ENGRAM_EMBEDDING_MODEL_DIR=str(broken))
     semantic.rewire()
     envelope = semantic.search(PARAPHRASE, capability_policy=BOTH)

@@ -47,9 +47,10 @@ def tiny_model(path: Path) -> None:
 def write_manifest(folder: Path, dimension: int = DIM) -> None:
     files = {name: hashlib.sha256((folder / name).read_bytes()).hexdigest()
              for name in ("model.onnx", "tokenizer.json")}
+    sizes = {name: (folder / name).stat().st_size for name in files}
     (folder / "MANIFEST.json").write_text(json.dumps({
         "model_id": "test/tiny", "dimension": dimension, "max_tokens": 16,
-        "pooling": "mean", "files": files}))
+        "pooling": "mean", "files": files, "bytes": sizes}))
 
 
 @pytest.fixture
@@ -91,10 +92,35 @@ def test_info_comes_from_the_manifest_without_loading(folder: Path) -> None:
     assert (info.model_id, info.dimension, info.version) == ("test/tiny", DIM, "sha256:" + digest)
 
 
-def test_a_model_file_that_does_not_match_its_hash_is_refused(folder: Path) -> None:
-    (folder / "model.onnx").write_bytes((folder / "model.onnx").read_bytes()[:-1] + b"\0")
+def test_a_truncated_model_file_is_refused(folder: Path) -> None:
+    data = (folder / "model.onnx").read_bytes()
+    (folder / "model.onnx").write_bytes(data[: len(data) // 2])
     with pytest.raises(SemanticChannelError):
         OnnxEmbedder(folder).embed(["x"])
+
+
+def test_a_same_size_garbage_model_is_refused_by_the_graph_parse(folder: Path) -> None:
+    size = (folder / "model.onnx").stat().st_size
+    (folder / "model.onnx").write_bytes(bytes(range(256)) * (size // 256) + b"\1" * (size % 256))
+    with pytest.raises(SemanticChannelError):
+        OnnxEmbedder(folder).embed(["x"])
+
+
+def test_a_manifest_without_file_sizes_is_refused(folder: Path) -> None:
+    manifest = json.loads((folder / "MANIFEST.json").read_text())
+    del manifest["bytes"]["tokenizer.json"]
+    (folder / "MANIFEST.json").write_text(json.dumps(manifest))
+    with pytest.raises(SemanticChannelError):
+        OnnxEmbedder(folder).embed(["x"])
+
+
+def test_a_load_does_not_hash_the_model(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The sha256 is checked when the layer is built (tests/infra/test_layer_models.py).
+    def no_hashing(*_: object) -> None:
+        raise AssertionError("hashed at load")
+
+    monkeypatch.setattr(hashlib, "sha256", no_hashing)
+    OnnxEmbedder(folder).load()
 
 
 def test_a_missing_manifest_or_file_is_a_channel_failure(folder: Path) -> None:

@@ -3,15 +3,16 @@
 The model folder holds ``model.onnx``, ``tokenizer.json`` and ``MANIFEST.json`` (model id,
 dimension, token limit, pooling, and the sha256 of both files). Files are never fetched:
 the Lambda layer carries them and the local service finds them in the repository's
-``models/`` (docs/search.md, "The model"). On first use the files are hashed and compared
-with the manifest, so a truncated or swapped model fails loudly instead of ranking
-silently with other vectors. Pooling = mean over the attention mask, then L2
-normalization (what all-MiniLM-L6-v2's ``1_Pooling/config.json`` specifies).
+``models/`` (docs/search.md, "The model"). The sha256 of every file is checked once, when
+``infra/package.py`` builds the layer (which Lambda then serves immutable); a load only
+compares each file's size with the manifest, so a truncated or replaced model still fails
+loudly (a same-size corrupt graph fails onnxruntime's parse) without hashing 23 MB on
+every cold start. Pooling = mean over the attention mask, then L2 normalization (what
+all-MiniLM-L6-v2's ``1_Pooling/config.json`` specifies).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections.abc import Sequence
@@ -34,6 +35,7 @@ class ModelManifest:
     max_tokens: int
     pooling: str
     files: dict[str, str]  # file name → sha256 hex
+    sizes: dict[str, int]  # file name → bytes
 
     @classmethod
     def read(cls, folder: Path) -> ModelManifest:
@@ -42,20 +44,14 @@ class ModelManifest:
             raw = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
             manifest = cls(model_id=str(raw["model_id"]), dimension=int(raw["dimension"]),
                            max_tokens=int(raw["max_tokens"]), pooling=str(raw["pooling"]),
-                           files={str(k): str(v) for k, v in raw["files"].items()})
+                           files={str(k): str(v) for k, v in raw["files"].items()},
+                           sizes={str(k): int(v) for k, v in raw["bytes"].items()})
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise SemanticChannelError from None
-        if manifest.pooling != "mean" or "model.onnx" not in manifest.files:
+        if (manifest.pooling != "mean" or "model.onnx" not in manifest.files
+                or set(manifest.sizes) != set(manifest.files)):
             raise SemanticChannelError
         return manifest
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class _Loaded:
@@ -65,8 +61,8 @@ class _Loaded:
         import onnxruntime  # heavy imports only when the channel is used
         from tokenizers import Tokenizer
 
-        for name, expected in manifest.files.items():
-            if _sha256(folder / name) != expected:
+        for name, expected in manifest.sizes.items():
+            if (folder / name).stat().st_size != expected:
                 raise SemanticChannelError
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # the model's warnings are not ours to print
@@ -102,7 +98,7 @@ class OnnxEmbedder:
                             version="sha256:" + m.files["model.onnx"])
 
     def load(self) -> None:
-        """Hash-check and load the model now (a cold start pays it here, once)."""
+        """Size-check and load the model now (a cold start pays it here, once)."""
         self._model()
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
