@@ -34,12 +34,12 @@ for entry in (str(ROOT), str(ROOT / "shared")):
         sys.path.insert(0, entry)
 
 import httpx2  # noqa: E402
-from engram_memory.adapters.inprocess_invoker import (  # noqa: E402
+from engram_memory.domain.context import Scope, Tool  # noqa: E402
+from engram_memory.local.inprocess_invoker import (  # noqa: E402
     LocalLambdaContext,
     default_functions_dir,
     load_handler,
 )
-from engram_memory.domain.context import Scope, Tool  # noqa: E402
 from engram_memory.local.service import LocalConfig, RunningService, start_service  # noqa: E402
 from mcp import Client  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402

@@ -167,7 +167,7 @@ def round_trips(handler: Any, events: list[dict[str, Any]]) -> list[int]:
     """Sequential round trips of each search (50 ms of simulated network per call)."""
     from aws_calls import RoundTripRecorder, sequential_round_trips
     from engram_memory import bootstrap
-    from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
+    from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
     recorder = RoundTripRecorder(network_latency_s=0.05).attach([bootstrap.dynamodb_client()])
     found = []
@@ -183,7 +183,7 @@ def round_trips(handler: Any, events: list[dict[str, Any]]) -> list[int]:
 
 def measure(corpus: Corpus, rounds: int, calls: list[int]) -> dict[str, float]:
     """Run the fixed query set ``rounds`` times through the search handler."""
-    from engram_memory.adapters.inprocess_invoker import (
+    from engram_memory.local.inprocess_invoker import (
         LocalLambdaContext,
         default_functions_dir,
         load_handler,

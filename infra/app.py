@@ -14,6 +14,10 @@ _REPO_ROOT = str(Path(__file__).resolve().parent.parent)
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
 if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
+# The stack sets the variables engram_memory.env_names names (without an installed package).
+_SHARED = str(Path(_REPO_ROOT) / "shared")
+if _SHARED not in sys.path:
+    sys.path.append(_SHARED)
 
 from aws_cdk import App, Environment, Validations  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402

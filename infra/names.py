@@ -62,11 +62,8 @@ METRICS_NAMESPACE: Final = "EngramMemory"
 TOOL_SERVICE_NAME: Final = "engram-memory"
 GATE_FAILURE_METRIC: Final = "error.gate_failed"
 
-# Environment variables the stack sets beyond engram_memory.settings (read by named handlers).
-ENV_FUNCTION_PREFIX: Final = "ENGRAM_FUNCTION_"  # mcp_endpoint, host_api: tool function names
-ENV_PAGE_CURSOR_SECRET_ARN: Final = "ENGRAM_PAGE_CURSOR_SECRET_ARN"  # noqa: S105 (a name)
-ENV_HOST_EVENT_BUS_NAME: Final = "ENGRAM_CONFIRMATION_EVENT_BUS"  # confirmation_notifier only
-ENV_ALLOWED_ORIGINS: Final = "ENGRAM_ALLOWED_ORIGINS"  # mcp_endpoint: browser origins (csv)
+# Environment variable names: engram_memory.env_names (one list for the stack, the
+# settings and the local service).
 
 # HTTP API routes.
 ROUTE_MCP: Final = "POST /mcp"

@@ -1,68 +1,37 @@
 """The MCP endpoint Lambda: API Gateway HTTP API v2 event -> the MCP ASGI app.
 
 The SDK's session manager can run only once, so each invocation builds a fresh, cheap,
-stateless manager around the per-container ``Server`` (built once, lazily): two calls in
-one warm container work. Nothing here keeps state between calls; each request carries its
-own host token.
+stateless manager around the per-container ``Server`` (built once, lazily, by
+``composition.endpoint``): two calls in one warm container work. Nothing here keeps state
+between calls; each request carries its own host token.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import time
-from functools import cache
 from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from engram_memory.adapters.lambda_invoker import InvocationDeadline, lambda_invoker_from_env
+from engram_memory import bootstrap
+from engram_memory.composition import endpoint
 from engram_memory.mcp.apigw import call_asgi, public_base_url
-from engram_memory.mcp.host_context import HostTokenVerifier, verifier_from_settings
 from engram_memory.mcp.http_guard import security_for_event
-from engram_memory.mcp.server import (
-    MCP_PATH,
-    Endpoint,
-    build_app,
-    build_server,
-    session_manager,
-)
-from engram_memory.settings import Settings
+from engram_memory.mcp.server import MCP_PATH, build_app, session_manager
 from engram_memory.tracing import tracer_for
 
 logger = Logger(service="engram-mcp-endpoint")
 tracer = tracer_for("engram-mcp-endpoint")
-# Each tool invoke waits no longer than this invocation has left (one attempt).
-DEADLINE = InvocationDeadline()
-
-
-@cache
-def _wiring() -> tuple[Settings, Any]:
-    """Settings and the MCP server, built once per container on first call."""
-    settings = Settings.from_env()
-    verifier: HostTokenVerifier = verifier_from_settings(settings, time.time)
-    invoker = lambda_invoker_from_env(
-        os.environ, region=settings.region, endpoint_url=settings.endpoint_url,
-        deadline=DEADLINE,
-    )
-    endpoint = Endpoint(
-        verifier=lambda: verifier, invoker=invoker, clock_ms=lambda: int(time.time() * 1000)
-    )
-    return settings, build_server(endpoint)
-
-
-def reset_wiring() -> None:
-    """Forget the cached wiring (tests change the environment between cases)."""
-    _wiring.cache_clear()
 
 
 async def _handle(event: dict[str, Any]) -> dict[str, Any]:
-    settings, server = _wiring()
+    settings, server = bootstrap.settings(), endpoint.server()
     # API Gateway only routes requests for its own domains: the Host check allows the one it
     # matched (plus ENGRAM_ALLOWED_HOSTS); browser Origins only when configured.
-    manager = session_manager(server, security_for_event(event, os.environ))
+    manager = session_manager(server, security_for_event(
+        event, settings.allowed_hosts, settings.allowed_origins))
     # The domain API Gateway matched, never a Host header: docs/mcp.md.
-    resource = os.environ.get("ENGRAM_RESOURCE_URL") or public_base_url(event) + MCP_PATH
+    resource = settings.resource_url or public_base_url(event) + MCP_PATH
     app = build_app(manager, issuer=settings.host_issuer, resource_url=resource,
                     with_lifespan=False)
     async with manager.run():
@@ -73,5 +42,5 @@ async def _handle(event: dict[str, Any]) -> dict[str, Any]:
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Serve one MCP HTTP request (both protocol eras) or the RFC 9728 metadata."""
-    DEADLINE.bind(context.get_remaining_time_in_millis)
+    endpoint.DEADLINE.bind(context.get_remaining_time_in_millis)
     return asyncio.run(_handle(event))

@@ -24,6 +24,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
+from engram_memory import env_names as env
 
 from infra.constructs.retention import retention
 from infra.names import (
@@ -244,23 +245,23 @@ def _pascal(name: str) -> str:
 
 def stack_environment(config: TenantConfig, *, table: str, key_table: str, projection: str,
                       kms_key_arn: str) -> dict[str, str]:
-    """The ``ENGRAM_*`` variables every function reads (engram_memory.settings)."""
+    """The variables every function reads (names: engram_memory.env_names)."""
     return {
-        "ENGRAM_TENANT_ID": config.tenant_id,
-        "ENGRAM_WORKSPACE_IDS": ",".join(config.workspace_ids),
-        "ENGRAM_TABLE_NAME": table,
-        "ENGRAM_KEY_TABLE_NAME": key_table,
-        "ENGRAM_PROJECTION_TABLE_NAME": projection,
-        "ENGRAM_KMS_KEY_ID": kms_key_arn,
-        "ENGRAM_HOST_ISSUER": config.host_issuer,
-        "ENGRAM_AUDIENCE": config.audience,
-        "ENGRAM_HOST_PUBLIC_KEY_PEM": config.host_public_key_pem,
-        "ENGRAM_ADMISSION_POLICY_ID": config.admission_policy_id,
-        "ENGRAM_ADMISSION_POLICY_VERSION": config.admission_policy_version,
-        "ENGRAM_ADMISSION_MODE": config.admission_mode,
-        "ENGRAM_RETENTION_CEILING_MS": str(config.retention_ceiling_ms),
-        "ENGRAM_RETAIN_ALLOWED": "true" if config.retain_allowed else "false",
-        "ENGRAM_RECONCILIATION_FAMILIES": ",".join(config.reconciliation_families),
-        "ENGRAM_REDACTION_ALLOWLIST": ",".join(config.redaction_allowlist),
-        "ENGRAM_PURPOSE_SCOPE": config.purpose_scope,
+        env.TENANT_ID: config.tenant_id,
+        env.WORKSPACE_IDS: ",".join(config.workspace_ids),
+        env.TABLE_NAME: table,
+        env.KEY_TABLE_NAME: key_table,
+        env.PROJECTION_TABLE_NAME: projection,
+        env.KMS_KEY_ID: kms_key_arn,
+        env.HOST_ISSUER: config.host_issuer,
+        env.AUDIENCE: config.audience,
+        env.HOST_PUBLIC_KEY_PEM: config.host_public_key_pem,
+        env.ADMISSION_POLICY_ID: config.admission_policy_id,
+        env.ADMISSION_POLICY_VERSION: config.admission_policy_version,
+        env.ADMISSION_MODE: config.admission_mode,
+        env.RETENTION_CEILING_MS: str(config.retention_ceiling_ms),
+        env.RETAIN_ALLOWED: "true" if config.retain_allowed else "false",
+        env.RECONCILIATION_FAMILIES: ",".join(config.reconciliation_families),
+        env.REDACTION_ALLOWLIST: ",".join(config.redaction_allowlist),
+        env.PURPOSE_SCOPE: config.purpose_scope,
     }

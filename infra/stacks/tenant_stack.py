@@ -11,6 +11,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import aws_sqs as sqs
+from engram_memory import env_names as env
+from engram_memory.domain.context import Tool
 
 from infra import names
 from infra.constructs.access import AccessGrants
@@ -85,39 +87,39 @@ class TenantStack(Stack):
         functions = EngramFunctions(self, "Functions", config=self.config,
                                     environment=environment)
         functions.add_environment("mcp_endpoint", {
-            f"{names.ENV_FUNCTION_PREFIX}{tool.upper()}": functions.invoke_name(tool)
+            env.function_name(Tool(tool)): functions.invoke_name(tool)
             for tool in names.TOOL_FUNCTIONS
         })
         if self.config.allowed_origins:
             # Browser MCP clients: the transport's Origin check (the API answers CORS).
             functions.add_environment("mcp_endpoint", {
-                names.ENV_ALLOWED_ORIGINS: ",".join(self.config.allowed_origins)})
+                env.ALLOWED_ORIGINS: ",".join(self.config.allowed_origins)})
         functions.add_environment("host_api", {
-            "ENGRAM_STATE_MACHINE_ARN": self.gate.state_machine.state_machine_arn,
-            f"{names.ENV_FUNCTION_PREFIX}REQUEST_ADMISSION":
+            env.STATE_MACHINE_ARN: self.gate.state_machine.state_machine_arn,
+            env.function_name(Tool.REQUEST_ADMISSION):
                 functions.invoke_name("request_admission"),
         })
         functions.add_environment("search", {
-            names.ENV_PAGE_CURSOR_SECRET_ARN: self.page_cursor_secret.secret_arn,
+            env.PAGE_CURSOR_SECRET_ARN: self.page_cursor_secret.secret_arn,
         })
         if self.vectors is not None:
             for name in ("search", "projector"):
                 functions.add_environment(name, self._semantic_environment(self.vectors))
         functions.add_environment("confirmation_notifier", {
-            "ENGRAM_CONFIRMATION_QUEUE_URL": self.gate.queue.queue_url,
-            names.ENV_HOST_EVENT_BUS_NAME: self.gate.host_bus.event_bus_name,
+            env.CONFIRMATION_QUEUE_URL: self.gate.queue.queue_url,
+            env.CONFIRMATION_EVENT_BUS: self.gate.host_bus.event_bus_name,
         })
         return functions
 
     def _semantic_environment(self, vectors: VectorStore) -> dict[str, str]:
         config = self.config
         return {
-            "ENGRAM_SEMANTIC_EMBEDDER": config.semantic_embedder,
-            "ENGRAM_TITAN_DIMENSION": str(config.titan_dimension),
-            "ENGRAM_VECTOR_BUCKET": vectors.bucket_name,
-            "ENGRAM_VECTOR_INDEX": vectors.index_name,
-            "ENGRAM_SEARCH_FUSE_LEXICAL": "true" if config.fuse_lexical else "false",
-            "ENGRAM_HOST_ALLOWS_NETWORK": "true" if config.host_allows_network else "false",
+            env.SEMANTIC_EMBEDDER: config.semantic_embedder,
+            env.TITAN_DIMENSION: str(config.titan_dimension),
+            env.VECTOR_BUCKET: vectors.bucket_name,
+            env.VECTOR_INDEX: vectors.index_name,
+            env.SEARCH_FUSE_LEXICAL: "true" if config.fuse_lexical else "false",
+            env.HOST_ALLOWS_NETWORK: "true" if config.host_allows_network else "false",
         }
 
     def _build_triggers(self) -> sqs.Queue:

@@ -13,15 +13,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from functools import cache
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import boto3
 from botocore.config import Config
 
 from engram_memory.adapters.clock import SystemClock
-from engram_memory.adapters.dynamodb.store import DynamoMemoryStore
-from engram_memory.adapters.secrets import SecretsManagerSecrets
 from engram_memory.settings import Settings
+
+if TYPE_CHECKING:
+    from engram_memory.adapters.dynamodb.store import DynamoMemoryStore
 
 # Short timeouts: a Lambda has a deadline, and a stuck call must fail retriably. A
 # TransactWriteItems the SDK resent after a lost answer may meet its own idempotency item:
@@ -103,6 +104,9 @@ def kms_client() -> Any:
 @per_container
 def store() -> DynamoMemoryStore:
     """The canonical store (main + key tables)."""
+    # Imported here: the endpoint and gate functions share this module but not the store.
+    from engram_memory.adapters.dynamodb.store import DynamoMemoryStore
+
     s = settings()
     return DynamoMemoryStore(dynamodb_client(), s.table_name, s.key_table_name)
 
@@ -127,5 +131,7 @@ def page_cursor_secret() -> str:
     s = settings()
     if s.page_cursor_secret or not s.page_cursor_secret_arn:
         return s.page_cursor_secret
+    from engram_memory.adapters.secrets import SecretsManagerSecrets  # search only
+
     return SecretsManagerSecrets(client("secretsmanager")).secret_string(
         s.page_cursor_secret_arn)

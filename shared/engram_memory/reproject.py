@@ -18,18 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import boto3
 
-from engram_memory.adapters.inprocess_invoker import (
-    LocalLambdaContext,
-    default_functions_dir,
-    load_handler,
-)
 from engram_memory.domain.context import Scope
 from engram_memory.services.projection import (
     EVENT_PREFIX,
@@ -39,6 +33,7 @@ from engram_memory.services.projection import (
     event_key,
     record_key,
 )
+from engram_memory.settings import OperatorSettings
 
 BATCH_SIZE = 10  # as the stream event source mapping delivers them (infra/stacks)
 Projector = Callable[[dict[str, Any]], dict[str, Any]]
@@ -121,6 +116,12 @@ def lambda_projector(function: str, client: Any) -> Projector:
 
 def in_process_projector() -> Projector:
     """``functions/projector/handler.py`` in this process (local service, tests)."""
+    from engram_memory.local.inprocess_invoker import (  # a checkout's tool, not a Lambda's
+        LocalLambdaContext,
+        default_functions_dir,
+        load_handler,
+    )
+
     handler = load_handler(default_functions_dir(), "projector")
     if handler is None:
         raise SystemExit("functions/projector/handler.py not found")
@@ -142,12 +143,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="run functions/projector/handler.py in this process")
     parser.add_argument("--workspace", help="only this workspace's records")
     args = parser.parse_args(argv)
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-    endpoint = os.environ.get("ENGRAM_AWS_ENDPOINT_URL") or None
+    settings = OperatorSettings.from_env()
+    region, endpoint = settings.region, settings.endpoint_url
     dynamodb = boto3.client("dynamodb", region_name=region, endpoint_url=endpoint)
     projector = (in_process_projector() if args.in_process else lambda_projector(
         args.function, boto3.client("lambda", region_name=region, endpoint_url=endpoint)))
-    keys = projection_triggers(dynamodb, os.environ["ENGRAM_TABLE_NAME"],
+    keys = projection_triggers(dynamodb, settings.table_name,
                                workspace=args.workspace)
     sent, failed = reproject(keys, projector)
     print(f"records sent to the projector: {sent}; reported failed: {failed}")

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pytest
+from engram_memory import env_names
 
-from infra import names
 from infra.constructs.api import CORS_ALLOW_HEADERS
 from infra.tenant_config import load_config
 from tests.infra.template_view import function_logical_ids
@@ -27,7 +27,7 @@ def test_the_endpoint_checks_origins_against_the_tenant_config(
     functions = function_logical_ids(synthesized.template)
     for name, lid in functions.items():
         env = synthesized.template["Resources"][lid]["Properties"]["Environment"]["Variables"]
-        assert env.get(names.ENV_ALLOWED_ORIGINS) == (
+        assert env.get(env_names.ALLOWED_ORIGINS) == (
             origins if name == "mcp_endpoint" else None), name
 
 

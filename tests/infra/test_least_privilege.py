@@ -260,24 +260,25 @@ def test_the_gate_functions_are_told_where_the_gate_lives(synthesized: Synthesiz
     assert host_env["Variables"]["ENGRAM_STATE_MACHINE_ARN"] == {"Ref": machine}
     notifier_env = template["Resources"][functions["confirmation_notifier"]]["Properties"][
         "Environment"]["Variables"]
-    # The name engram_memory.gate.wiring reads; without it no host is ever notified.
-    from engram_memory.gate.wiring import EVENT_BUS_ENV
+    # The name engram_memory.settings reads; without it no host is ever notified.
+    from engram_memory.env_names import CONFIRMATION_EVENT_BUS
 
-    assert notifier_env[EVENT_BUS_ENV] == {"Ref": bus}
+    assert notifier_env[CONFIRMATION_EVENT_BUS] == {"Ref": bus}
 
 
 def test_only_the_mcp_endpoint_and_the_host_api_can_invoke_request_admission(
         synthesized: Synthesized) -> None:
-    from engram_memory.gate.wiring import ADMISSION_FUNCTION_ENV
+    from engram_memory.domain.context import Tool
+    from engram_memory.env_names import function_name
 
     template = synthesized.template
     functions = function_logical_ids(template)
     admission = functions["request_admission"]
     assert _granting(synthesized, "lambda:InvokeFunction", admission) == {
         "mcp_endpoint", "host_api"}
-    # The host API adjudicates by invoking it by name (engram_memory.gate.wiring reads it).
+    # The host API adjudicates by invoking it by name (engram_memory.settings reads it).
     host_env = template["Resources"][functions["host_api"]]["Properties"]["Environment"]
-    assert host_env["Variables"][ADMISSION_FUNCTION_ENV] == {"Ref": admission}
+    assert host_env["Variables"][function_name(Tool.REQUEST_ADMISSION)] == {"Ref": admission}
     # No resource-based policy opens the one decrypting function to anyone else.
     assert not [lid for lid, r in synthesized.resources("AWS::Lambda::Permission").items()
                 if refers_to(r["Properties"]["FunctionName"], admission)]

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engram_memory.env_names import FUNCTION_PREFIX as ENV_FUNCTION_PREFIX
 
-from infra.names import ENV_FUNCTION_PREFIX, FUNCTIONS, SNAP_START_FUNCTIONS, TOOL_FUNCTIONS
+from infra.names import FUNCTIONS, SNAP_START_FUNCTIONS, TOOL_FUNCTIONS
 from tests.infra.conftest import Synthesized
 from tests.infra.template_view import actions, function_logical_ids, refers_to, role_of
 

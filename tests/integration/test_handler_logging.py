@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 from engram_memory import runtime
-from engram_memory.adapters.inprocess_invoker import InProcessInvoker, default_functions_dir
 from engram_memory.domain.context import Tool
+from engram_memory.local.inprocess_invoker import InProcessInvoker, default_functions_dir
 
 from tests.support.events import make_event
 

@@ -1,7 +1,7 @@
 """The endpoint's tool invoke: one attempt, waiting no longer than the endpoint has left.
 
 A local HTTP server plays the Lambda Invoke API and answers too late; the invoker under
-test is the one the endpoint builds (``lambda_invoker_from_env``: real botocore config).
+test is the one the endpoint builds (``lambda_invoker``: real botocore config).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from engram_memory.adapters.lambda_invoker import (
     RESPONSE_MARGIN_S,
     InvocationDeadline,
     LambdaInvoker,
-    lambda_invoker_from_env,
+    lambda_invoker,
 )
 from engram_memory.domain.context import Tool
 from engram_memory.domain.errors import MutationOutcomeUnknown, StoreUnavailable
@@ -68,9 +68,8 @@ def slow_lambda(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
 def _invoker(url: str, remaining_ms: int) -> LambdaInvoker:
     deadline = InvocationDeadline()
     deadline.bind(lambda: remaining_ms)
-    return lambda_invoker_from_env({"ENGRAM_FUNCTION_CAPTURE": "fn-capture",
-                                    "ENGRAM_FUNCTION_SEARCH": "fn-search"},
-                                   region="eu-west-1", endpoint_url=url, deadline=deadline)
+    return lambda_invoker({Tool.CAPTURE: "fn-capture", Tool.SEARCH: "fn-search"},
+                          region="eu-west-1", endpoint_url=url, deadline=deadline)
 
 
 def test_a_late_tool_answer_is_waited_for_once_within_the_time_left(slow_lambda: str) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
+from engram_memory import bootstrap
 from engram_memory.local.tokens import mint_agent_token, public_pem
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,7 +55,7 @@ def handler(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    module.reset_wiring()
+    bootstrap.reset()
     return module
 
 
@@ -158,7 +159,7 @@ def test_a_header_that_is_not_latin_1_is_served(handler: ModuleType) -> None:
 def test_a_browser_origin_is_served_only_when_the_stack_lists_it(
         handler: ModuleType, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ENGRAM_ALLOWED_ORIGINS", "https://agents.example.com")
-    handler.reset_wiring()
+    bootstrap.reset()
     listed = event("legacy_tools_list")
     listed["headers"]["origin"] = "https://agents.example.com"
     status, body = call(handler, listed)

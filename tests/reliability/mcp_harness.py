@@ -19,12 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import httpx2
-from engram_memory.adapters.inprocess_invoker import (
+from engram_memory.composition.endpoint import build_endpoint
+from engram_memory.local.host_bridge import host_routes
+from engram_memory.local.inprocess_invoker import (
     InProcessInvoker,
     default_functions_dir,
     load_handler,
 )
-from engram_memory.local.host_bridge import host_routes
 from engram_memory.local.tokens import (
     generate_host_key,
     mint_agent_token,
@@ -32,10 +33,8 @@ from engram_memory.local.tokens import (
     public_pem,
 )
 from engram_memory.mcp.apigw import call_asgi
-from engram_memory.mcp.host_context import verifier_from_settings
 from engram_memory.mcp.server import (
     MCP_PATH,
-    Endpoint,
     build_app,
     build_server,
     session_manager,
@@ -80,10 +79,8 @@ class McpHarness:
         """Compose the endpoint for ``settings``; ``key`` signs the host tokens."""
         self.settings = settings
         self.key = key
-        verifier = verifier_from_settings(settings, time.time)
-        endpoint = Endpoint(verifier=lambda: verifier,
-                            invoker=InProcessInvoker(default_functions_dir()),
-                            clock_ms=lambda: int(time.time() * 1000))
+        endpoint = build_endpoint(settings, InProcessInvoker(default_functions_dir()))
+        verifier = endpoint.verifier()
         self.manager = session_manager(build_server(endpoint),
                                        transport_security([HOST, ALT_HOST]))
         host_api = load_handler(default_functions_dir(), "host_api")

@@ -20,14 +20,14 @@ from unittest import mock
 
 from engram_memory import bootstrap
 from engram_memory.adapters.dynamodb.store import DynamoMemoryStore
-from engram_memory.adapters.inprocess_invoker import (
+from engram_memory.domain.context import Scope, Tool
+from engram_memory.domain.journal import verify_chain
+from engram_memory.domain.lifecycle import TRANSITIONS, Operation, State
+from engram_memory.local.inprocess_invoker import (
     LocalLambdaContext,
     default_functions_dir,
     load_handler,
 )
-from engram_memory.domain.context import Scope, Tool
-from engram_memory.domain.journal import verify_chain
-from engram_memory.domain.lifecycle import TRANSITIONS, Operation, State
 from engram_memory.local.projector_pump import drain
 
 from tests.fixtures.contract_fixtures import PURPOSE_REF, VALID_T_MS, valid_capture_args

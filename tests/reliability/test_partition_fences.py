@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 from engram_memory import bootstrap
-from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
 from engram_memory.domain.context import Tool
 from engram_memory.domain.instant import format_instant
+from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
 from functions.expiry_sweeper.handler import lambda_handler as sweeper_handler
 from infra.names import KEY_TABLE_PARTITIONS, MAIN_TABLE_PARTITIONS

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
-ENV_PREFIX = "ENGRAM_FUNCTION_"
 CONNECT_TIMEOUT_S: Final = 2
 # Kept after the tool answers: read its payload and answer the caller's own client.
 RESPONSE_MARGIN_S: Final = 1.0
@@ -55,12 +54,6 @@ class InvocationDeadline:
 
 
 ClientForTimeout = Callable[[int], "LambdaClient"]
-
-
-def function_names_from_env(env: Mapping[str, str]) -> dict[Tool, str]:
-    """``ENGRAM_FUNCTION_<TOOL>`` (e.g. ``ENGRAM_FUNCTION_REQUEST_ADMISSION``) per tool."""
-    names = {tool: env.get(ENV_PREFIX + tool.value.upper(), "") for tool in Tool}
-    return {tool: name for tool, name in names.items() if name}
 
 
 def _unknown_outcome(tool: Tool) -> EngramError:
@@ -121,11 +114,11 @@ class LambdaInvoker:
         return envelope
 
 
-def lambda_invoker_from_env(
-    env: Mapping[str, str], *, region: str, endpoint_url: str | None = None,
+def lambda_invoker(
+    function_names: Mapping[Tool, str], *, region: str, endpoint_url: str | None = None,
     deadline: InvocationDeadline | None = None,
 ) -> LambdaInvoker:
-    """A LambdaInvoker for the functions named in ``env`` (built per container, lazily)."""
+    """A LambdaInvoker for the functions named per tool (``Settings.function_names``)."""
 
     @cache
     def client_for(read_timeout_s: int) -> LambdaClient:
@@ -139,4 +132,4 @@ def lambda_invoker_from_env(
         return boto3.client("lambda", region_name=region, endpoint_url=endpoint_url,
                             config=config)
 
-    return LambdaInvoker(client_for, function_names_from_env(env), deadline)
+    return LambdaInvoker(client_for, function_names, deadline)

@@ -13,7 +13,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from engram_memory.adapters.inprocess_invoker import (
+from engram_memory.local.inprocess_invoker import (
     LocalLambdaContext,
     default_functions_dir,
     load_handler,

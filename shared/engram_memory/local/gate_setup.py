@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engram_memory import env_names
 from engram_memory.gate.definition import render_definition
 
 if TYPE_CHECKING:
@@ -68,4 +69,4 @@ def create_gate_resources(
         )["stateMachineArn"])
     else:
         sfn_client.update_state_machine(stateMachineArn=arn, definition=definition)
-    return {"ENGRAM_STATE_MACHINE_ARN": arn, "ENGRAM_CONFIRMATION_QUEUE_URL": queue_url}
+    return {env_names.STATE_MACHINE_ARN: arn, env_names.CONFIRMATION_QUEUE_URL: queue_url}

@@ -23,8 +23,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
 from engram_memory.gate.host_api import MAX_BODY_BYTES, TOO_LARGE
+from engram_memory.local.inprocess_invoker import LocalLambdaContext
 from engram_memory.mcp.host_context import (
     HostTokenVerifier,
     UntrustedContext,

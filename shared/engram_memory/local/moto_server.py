@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from moto.server import ThreadedMotoServer
 
+from engram_memory import env_names
+
 LOOPBACK = "127.0.0.1"
 MOTO_ACCOUNT_ID = "123456789012"
 DEFAULT_REGION = "us-east-1"
@@ -39,12 +41,12 @@ def aws_environment(url: str, port: int, region: str = DEFAULT_REGION) -> dict[s
     """The process environment that routes boto3 to moto with dummy credentials."""
     return {
         "AWS_ENDPOINT_URL": url,
-        "ENGRAM_AWS_ENDPOINT_URL": url,
+        env_names.AWS_ENDPOINT_URL: url,
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_SESSION_TOKEN": "testing",
-        "AWS_DEFAULT_REGION": region,
-        "AWS_REGION": region,
+        env_names.AWS_DEFAULT_REGION: region,
+        env_names.AWS_REGION: region,
         "MOTO_PORT": str(port),
         # moto's DynamoDB streams need account-id endpoints off.
         "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
@@ -71,7 +73,7 @@ def start_moto(environ: MutableMapping[str, str] | None = None) -> MotoService:
     _, port = server.get_host_and_port()
     url = f"http://{LOOPBACK}:{port}"
     target = os.environ if environ is None else environ
-    target.update(aws_environment(url, port, target.get("AWS_REGION", DEFAULT_REGION)))
+    target.update(aws_environment(url, port, target.get(env_names.AWS_REGION, DEFAULT_REGION)))
     # Metrics would print one EMF JSON line per call to the console; opt back in if wanted.
     target.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
     _post_json(url + "/moto-api/config", {"stepfunctions": {"execute_state_machine": True}})

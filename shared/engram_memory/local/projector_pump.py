@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from engram_memory.adapters.dynamodb.stream_reader import DynamoStreamReader, Position
-from engram_memory.adapters.inprocess_invoker import (
+from engram_memory.domain.errors import StoreUnavailable
+from engram_memory.local.inprocess_invoker import (
     LocalLambdaContext,
     default_functions_dir,
     load_handler,
 )
-from engram_memory.domain.errors import StoreUnavailable
 
 if TYPE_CHECKING:
-    from engram_memory.adapters.inprocess_invoker import Handler
+    from engram_memory.local.inprocess_invoker import Handler
     from engram_memory.settings import Settings
 
 logger = logging.getLogger(__name__)

@@ -21,33 +21,32 @@ from typing import Any
 
 import uvicorn
 
-from engram_memory import bootstrap
-from engram_memory.adapters.inprocess_invoker import (
-    InProcessInvoker,
-    default_functions_dir,
-    load_handler,
-)
+from engram_memory import bootstrap, env_names
+from engram_memory.composition.endpoint import build_endpoint
 from engram_memory.domain.ranking import PROJECTION_GENERATION
 from engram_memory.local import state
 from engram_memory.local.expiry_schedule import run_expiry_schedule
 from engram_memory.local.gate_setup import create_gate_resources
 from engram_memory.local.host_bridge import host_routes
+from engram_memory.local.inprocess_invoker import (
+    InProcessInvoker,
+    default_functions_dir,
+    load_handler,
+)
 from engram_memory.local.listener import HEADER_TIMEOUT_S, listener_config
 from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
 from engram_memory.local.moto_server import LOOPBACK, MotoService, start_moto
 from engram_memory.local.projector_pump import run_projector_pump
 from engram_memory.local.queue_pump import run_queue_pump
 from engram_memory.local.tokens import load_or_create_host_key, mint_agent_token, public_pem
-from engram_memory.mcp.host_context import verifier_from_settings
 from engram_memory.mcp.server import (
     MCP_PATH,
-    Endpoint,
     build_app,
     build_server,
     session_manager,
     transport_security,
 )
-from engram_memory.settings import Settings
+from engram_memory.settings import LocalSettings, Settings
 
 logger = logging.getLogger(__name__)
 
@@ -116,24 +115,26 @@ class RunningService:
         _reset_wiring()
 
 
-def _environment(config: LocalConfig, identity: state.LocalIdentity, pem: str) -> dict[str, str]:
+def _environment(config: LocalConfig, identity: state.LocalIdentity, pem: str,
+                 local: LocalSettings) -> dict[str, str]:
+    """The deployment variables the local service sets (the stack sets the same names)."""
     prefix = f"engram-{identity.tenant}"
     return {
-        "ENGRAM_TENANT_ID": identity.tenant,
-        "ENGRAM_WORKSPACE_IDS": ",".join(config.workspaces),
-        "ENGRAM_TABLE_NAME": f"{prefix}-main",
-        "ENGRAM_KEY_TABLE_NAME": f"{prefix}-keys",
-        "ENGRAM_PROJECTION_TABLE_NAME": f"{prefix}-projection",
-        "ENGRAM_HOST_ISSUER": identity.issuer,
-        "ENGRAM_AUDIENCE": identity.audience,
-        "ENGRAM_HOST_PUBLIC_KEY_PEM": pem,
-        "ENGRAM_PAGE_CURSOR_SECRET": identity.page_cursor_secret,
+        env_names.TENANT_ID: identity.tenant,
+        env_names.WORKSPACE_IDS: ",".join(config.workspaces),
+        env_names.TABLE_NAME: f"{prefix}-main",
+        env_names.KEY_TABLE_NAME: f"{prefix}-keys",
+        env_names.PROJECTION_TABLE_NAME: f"{prefix}-projection",
+        env_names.HOST_ISSUER: identity.issuer,
+        env_names.AUDIENCE: identity.audience,
+        env_names.HOST_PUBLIC_KEY_PEM: pem,
+        env_names.PAGE_CURSOR_SECRET: identity.page_cursor_secret,
         # The semantic channel: the in-repo ONNX model, vectors in moto's S3 Vectors with
         # the exact in-process query (docs/local.md). ENGRAM_SEMANTIC_EMBEDDER="" turns it off.
-        "ENGRAM_SEMANTIC_EMBEDDER": os.environ.get("ENGRAM_SEMANTIC_EMBEDDER", "onnx"),
-        "ENGRAM_VECTOR_BUCKET": f"{prefix}-vectors",
-        "ENGRAM_VECTOR_INDEX": "records",
-        "ENGRAM_VECTOR_INDEX_LOCAL": "true",
+        env_names.SEMANTIC_EMBEDDER: local.semantic_embedder,
+        env_names.VECTOR_BUCKET: f"{prefix}-vectors",
+        env_names.VECTOR_INDEX: "records",
+        env_names.VECTOR_INDEX_LOCAL: "true",
     }
 
 
@@ -189,31 +190,27 @@ def bind_listener(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _allowed_hosts(host: str, port: int) -> list[str]:
+def _allowed_hosts(host: str, port: int, extra: tuple[str, ...]) -> list[str]:
     named = f"[{host}]" if ":" in host else host
     hosts = {f"{named}:{port}", f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"}
-    extra = os.environ.get("ENGRAM_ALLOWED_HOSTS", "")
-    return sorted(hosts | {h.strip() for h in extra.split(",") if h.strip()})
+    return sorted(hosts | set(extra))
 
 
 def build_local_app(config: LocalConfig, settings: Settings, port: int) -> Any:
     """The ASGI app: MCP endpoint (in-process invoker), host routes, well-known metadata."""
-    verifier = verifier_from_settings(settings, time.time)
-    endpoint = Endpoint(verifier=lambda: verifier,
-                        invoker=InProcessInvoker(config.functions_dir),
-                        clock_ms=lambda: int(time.time() * 1000))
-    manager = session_manager(build_server(endpoint),
-                              transport_security(_allowed_hosts(config.host, port)))
+    endpoint = build_endpoint(settings, InProcessInvoker(config.functions_dir))
+    manager = session_manager(build_server(endpoint), transport_security(
+        _allowed_hosts(config.host, port, settings.allowed_hosts)))
     return build_app(manager, issuer=settings.host_issuer,
-                     resource_url=resource_url(config.host, port),
+                     resource_url=resource_url(config.host, port, settings.resource_url),
                      extra_routes=host_routes(load_handler(config.functions_dir, "host_api"),
-                                              verifier))
+                                              endpoint.verifier()))
 
 
-def resource_url(host: str, port: int) -> str:
+def resource_url(host: str, port: int, configured: str = "") -> str:
     """The RFC 9728 ``resource``: ``ENGRAM_RESOURCE_URL``, else this listener's ``/mcp``."""
     named = f"[{host}]" if ":" in host else host
-    return os.environ.get("ENGRAM_RESOURCE_URL") or f"http://{named}:{port}{MCP_PATH}"
+    return configured or f"http://{named}:{port}{MCP_PATH}"
 
 
 def start_service(config: LocalConfig, *, background: bool = True) -> RunningService:
@@ -223,7 +220,7 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     identity = state.load_identity(home, config.tenant)
     prepare_moto_dynamodb()  # serializable like DynamoDB: no lost commits under concurrency
     moto = start_moto()
-    os.environ.update(_environment(config, identity, public_pem(key)))
+    os.environ.update(_environment(config, identity, public_pem(key), LocalSettings.from_env()))
     rebuild = _provision(home, restore=config.data_dir is not None)
     _reset_wiring()
     if rebuild:

@@ -17,13 +17,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from engram_memory import env_names
 from engram_memory.adapters import local_state
 from engram_memory.adapters.dynamodb.projection_generations import LEGACY_GENERATION
 from engram_memory.adapters.provisioning import create_tables, create_tenant_key
 from engram_memory.domain.ranking import PROJECTION_GENERATION
 from engram_memory.local import moto_s3vectors
 from engram_memory.local.moto_server import MOTO_ACCOUNT_ID
-from engram_memory.settings import Settings
+from engram_memory.settings import LocalSettings, Settings
 
 HOST_KEY_FILE = "host_key.pem"
 IDENTITY_FILE = "local.json"
@@ -34,8 +35,7 @@ LOCAL_AUDIENCE = "urn:engram:local"
 
 def home_dir(data_dir: Path | None) -> Path:
     """Where the key and identity live (created 0700 on first use)."""
-    default = os.environ.get("ENGRAM_LOCAL_HOME") or str(Path.home() / ".engram-memory")
-    home = (data_dir or Path(default)).expanduser().resolve()
+    home = (data_dir or LocalSettings.from_env().home).expanduser().resolve()
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     return home
 
@@ -147,7 +147,7 @@ def provision(home: Path, settings: Settings, *, restore: bool) -> bool:
             local_state.load_tables(MOTO_ACCOUNT_ID, settings.region, tables)
             moto_s3vectors.import_vectors(settings.vector_bucket, settings.vector_index,
                                           snapshot.get("vectors", []), settings.region)
-    os.environ["ENGRAM_KMS_KEY_ID"] = key_id
+    os.environ[env_names.KMS_KEY_ID] = key_id
     return rebuild
 
 

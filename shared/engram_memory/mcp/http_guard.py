@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
@@ -64,22 +64,19 @@ class PostOnly:
         await self.app(scope, receive, send)
 
 
-def _csv(environ: Mapping[str, str], name: str) -> list[str]:
-    return [part.strip() for part in environ.get(name, "").split(",") if part.strip()]
-
-
-def security_for_event(event: Mapping[str, Any],
-                       environ: Mapping[str, str]) -> TransportSecuritySettings:
+def security_for_event(event: Mapping[str, Any], allowed_hosts: Sequence[str],
+                       allowed_origins: Sequence[str]) -> TransportSecuritySettings:
     """Host/Origin settings of a Lambda behind API Gateway.
 
     Allowed hosts: the domain API Gateway matched (``requestContext.domainName``, one of
-    the API's own: it routes no other) plus ``ENGRAM_ALLOWED_HOSTS``; allowed origins:
-    ``ENGRAM_ALLOWED_ORIGINS`` (none by default: a browser page is refused).
+    the API's own: it routes no other) plus ``allowed_hosts`` (``ENGRAM_ALLOWED_HOSTS``);
+    allowed origins: ``allowed_origins`` (``ENGRAM_ALLOWED_ORIGINS``; none by default: a
+    browser page is refused).
     """
     domain = str(event.get("requestContext", {}).get("domainName") or "")
-    hosts = [*([domain] if domain else []), *_csv(environ, "ENGRAM_ALLOWED_HOSTS")]
+    hosts = [*([domain] if domain else []), *allowed_hosts]
     return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                     allowed_origins=_csv(environ, "ENGRAM_ALLOWED_ORIGINS"))
+                                     allowed_origins=list(allowed_origins))
 
 
 def event_refusal(event: Mapping[str, Any],

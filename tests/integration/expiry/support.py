@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engram_memory import bootstrap
-from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.instant import format_instant
 from engram_memory.domain.journal import JournalEvent
+from engram_memory.local.inprocess_invoker import LocalLambdaContext
 from engram_memory.local.projector_pump import drain
 
 from functions.expiry_sweeper.handler import lambda_handler as sweeper_handler

@@ -18,11 +18,17 @@ from urllib.parse import unquote
 import boto3
 import urllib3
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
-from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
-
-from functions.host_api import handler as host_api_handler
+from engram_memory import bootstrap
+from engram_memory.composition import gate
+from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
 Hook = Callable[..., Any]
+
+
+def _rewire_host_api() -> None:
+    """Rebuild the host API (settings re-read, clients from the current session)."""
+    bootstrap.settings.cache_clear()
+    gate.host_api.cache_clear()
 
 
 @contextmanager
@@ -33,12 +39,12 @@ def default_session_hooks(hooks: dict[str, Hook]) -> Iterator[None]:
     for name, hook in hooks.items():
         session.events.register(name, hook)
     boto3.DEFAULT_SESSION = session
-    host_api_handler.reset_wiring()
+    _rewire_host_api()
     try:
         yield
     finally:
         boto3.DEFAULT_SESSION = previous
-        host_api_handler.reset_wiring()
+        _rewire_host_api()
 
 
 def http_response(request: AWSPreparedRequest, status: int, body: bytes,

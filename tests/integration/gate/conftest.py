@@ -31,7 +31,6 @@ from engram_memory.local.tokens import (
 )
 from engram_memory.settings import Settings
 
-from functions.host_api import handler as host_api_handler
 from tests.integration.conftest import BASE_ENV, REGION
 
 WINDOW_SECONDS = 3
@@ -94,7 +93,6 @@ class GateEnv:
 
 def _reset_wiring() -> None:
     bootstrap.reset()
-    host_api_handler.reset_wiring()
 
 
 @pytest.fixture(scope="module")

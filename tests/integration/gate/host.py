@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
+from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
 from functions.host_api.handler import lambda_handler
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import EndpointConnectionError
-from engram_memory import bootstrap
-from engram_memory.adapters.inprocess_invoker import InProcessInvoker, default_functions_dir
+from engram_memory import bootstrap, env_names
 from engram_memory.adapters.stepfunctions.clients import gate_clients
+from engram_memory.composition.gate import build_host_api
 from engram_memory.domain.context import Scope, Tool
-from engram_memory.gate.wiring import ADMISSION_FUNCTION_ENV, build_host_api
+from engram_memory.local.inprocess_invoker import InProcessInvoker, default_functions_dir
 
 from functions.request_admission.handler import lambda_handler as admission_handler
 from tests.integration.gate.botocore_hooks import FakeLambdaService, default_session_hooks
@@ -103,7 +103,7 @@ def test_an_invoker_without_a_maintainer_token_of_this_tenant_cannot_adjudicate(
 
 def test_with_the_function_named_the_host_api_adjudicates_over_lambda_invoke(
         gate_env: GateEnv, held: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ADMISSION_FUNCTION_ENV, ADMISSION_FUNCTION)
+    monkeypatch.setenv(env_names.function_name(Tool.REQUEST_ADMISSION), ADMISSION_FUNCTION)
     service = FakeLambdaService({ADMISSION_FUNCTION: admission_handler})
     with default_session_hooks({"before-send.lambda.Invoke": service}):
         status, answer = host_call("POST", f"/host/adjudications/{held}",
@@ -118,7 +118,7 @@ def test_with_the_function_named_the_host_api_adjudicates_over_lambda_invoke(
 
 def test_an_unreachable_admission_function_is_a_503_and_nothing_is_decided(
         gate_env: GateEnv, held: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(ADMISSION_FUNCTION_ENV, ADMISSION_FUNCTION)
+    monkeypatch.setenv(env_names.function_name(Tool.REQUEST_ADMISSION), ADMISSION_FUNCTION)
 
     def unreachable(request: Any, **_: Any) -> None:
         raise EndpointConnectionError(endpoint_url=request.url)

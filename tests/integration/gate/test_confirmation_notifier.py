@@ -11,7 +11,8 @@ from typing import Any
 
 import boto3
 import pytest
-from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
+from engram_memory import bootstrap
+from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
 from functions.confirmation_notifier import handler as notifier
 from tests.integration.conftest import REGION
@@ -69,10 +70,10 @@ def bus_queue(gate_env: GateEnv) -> Any:
                        Targets=[{"Id": "host", "Arn": arn}])
     patch = pytest.MonkeyPatch()
     patch.setenv("ENGRAM_CONFIRMATION_EVENT_BUS", BUS)
-    notifier.reset_wiring()
+    bootstrap.reset()
     yield queue_url
     patch.undo()
-    notifier.reset_wiring()
+    bootstrap.reset()
 
 
 def _received(sqs: Any, queue_url: str) -> list[dict[str, Any]]:
@@ -104,7 +105,7 @@ def test_the_task_token_is_stored_and_the_host_is_notified_without_it(
 
 
 def test_only_the_failing_records_of_a_batch_are_reported(gate_env: GateEnv) -> None:
-    notifier.reset_wiring()
+    bootstrap.reset()
     ref = "conf_" + secrets.token_hex(16)
     _recorded(gate_env, ref)
     good = json.dumps(_message(gate_env, ref, "token-" + secrets.token_hex(4)))
@@ -114,7 +115,7 @@ def test_only_the_failing_records_of_a_batch_are_reported(gate_env: GateEnv) -> 
 
 
 def test_a_message_for_a_confirmation_that_moved_on_is_dropped(gate_env: GateEnv) -> None:
-    notifier.reset_wiring()
+    bootstrap.reset()
     ref = "conf_" + secrets.token_hex(16)
     _recorded(gate_env, ref)
     gate_env.dynamodb.update_item(

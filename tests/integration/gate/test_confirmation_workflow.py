@@ -14,10 +14,10 @@ import pytest
 from botocore.exceptions import ClientError
 from engram_memory.adapters.dynamodb.confirmations import DynamoConfirmationGate
 from engram_memory.adapters.stepfunctions.clients import gate_clients
+from engram_memory.composition.gate import build_confirmation_service
 from engram_memory.contract.invocation import ContextModel
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.errors import GateFailed, IllegalTransition, InvalidSchema, NotFound
-from engram_memory.gate.wiring import build_confirmation_service
 from engram_memory.services.confirmation import ConfirmationService, Decision
 
 from tests.integration.gate.conftest import WINDOW_SECONDS, GateEnv

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from engram_memory import bootstrap
-from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
 from engram_memory.domain.context import Tool
+from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
 from tests.integration.gate.conftest import WINDOW_SECONDS, GateEnv
 from tests.integration.gate.host import decide, request_confirmation

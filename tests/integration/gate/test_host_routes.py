@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 from engram_memory import bootstrap
-from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
 from engram_memory.domain.context import Tool
 from engram_memory.domain.intent import operation_digest
 from engram_memory.gate.host_api import MAX_BODY_BYTES
+from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
 from functions.host_api.handler import lambda_handler
 from tests.integration.gate.conftest import GateEnv

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 from engram_memory import bootstrap
-from engram_memory.adapters.inprocess_invoker import (
+from engram_memory.domain.context import Scope, Tool
+from engram_memory.local.inprocess_invoker import (
     LocalLambdaContext,
     default_functions_dir,
     load_handler,
 )
-from engram_memory.domain.context import Scope, Tool
 from engram_memory.local.projector_pump import drain
 
 from tests.fixtures.contract_fixtures import (

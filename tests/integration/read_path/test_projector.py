@@ -5,8 +5,8 @@ from typing import Any
 
 from engram_memory.adapters.dynamodb.projection_store import space
 from engram_memory.adapters.dynamodb.stream_reader import DynamoStreamReader
-from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
 from engram_memory.domain.context import Scope
+from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
 from tests.integration.read_path.conftest import ReadPath, ids
 

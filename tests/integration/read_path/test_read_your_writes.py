@@ -13,9 +13,9 @@ from botocore.exceptions import ClientError
 from engram_memory import bootstrap
 from engram_memory.adapters.dynamodb.projection_store import space
 from engram_memory.adapters.dynamodb.stream_reader import DynamoStreamReader
-from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
 from engram_memory.domain.context import Scope
 from engram_memory.domain.instant import format_instant
+from engram_memory.local.inprocess_invoker import LocalLambdaContext
 from engram_memory.local.projector_pump import catch_up_watermarks
 
 from tests.integration.read_path.conftest import ReadPath, error_code, ids

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram_memory import bootstrap
-from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
 from engram_memory.contract.validation import canonical_arguments, validate_arguments
 from engram_memory.domain.context import InvocationContext, Scope, Tool
 from engram_memory.domain.errors import GateFailed
 from engram_memory.domain.intent import operation_digest
+from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
 from functions.capture.handler import lambda_handler as capture_handler
 from functions.forget.handler import lambda_handler as forget_handler

@@ -12,11 +12,11 @@ import boto3
 import pytest
 from botocore.exceptions import ReadTimeoutError, ResponseStreamingError
 from botocore.stub import Stubber
-from engram_memory.adapters.inprocess_invoker import InProcessInvoker
-from engram_memory.adapters.lambda_invoker import LambdaInvoker, function_names_from_env
+from engram_memory.adapters.lambda_invoker import LambdaInvoker
 from engram_memory.contract.envelope import failure, success
 from engram_memory.domain.context import MUTATING_TOOLS, InvocationContext, Scope, Tool
 from engram_memory.domain.errors import MutationOutcomeUnknown, NotFound, StoreUnavailable
+from engram_memory.local.inprocess_invoker import InProcessInvoker
 from engram_memory.mcp.dispatch import (
     dispatch,
     missing_confirmation,
@@ -129,12 +129,6 @@ def test_purpose_mismatch_compares_the_claimed_purpose_with_the_host_one(
 def lambda_client() -> Any:
     return boto3.client("lambda", region_name="eu-west-1", aws_access_key_id="x",
                         aws_secret_access_key="x")
-
-
-def test_function_names_come_from_engram_function_variables() -> None:
-    names = function_names_from_env({"ENGRAM_FUNCTION_SEARCH": "fn-search",
-                                     "ENGRAM_FUNCTION_REQUEST_ADMISSION": "fn-admit"})
-    assert names == {Tool.SEARCH: "fn-search", Tool.REQUEST_ADMISSION: "fn-admit"}
 
 
 def test_lambda_invoke_sends_the_event_and_returns_the_envelope() -> None:

@@ -1,23 +1,22 @@
-"""The gate's part of the composition root: concrete adapters for the host routes and
-the confirmation queue consumer, built from settings (lazily, once per container)."""
+"""Composition root of the gate's two functions: the host routes and the queue consumer.
+
+Concrete adapters for the confirmation service (DynamoDB + Step Functions), the host
+notifier (EventBridge) and the adjudication invoker, built from ``Settings`` once per
+container on first use (``bootstrap.reset`` forgets them).
+"""
 
 from __future__ import annotations
 
-import os
 import secrets
 import time
-from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from engram_memory import bootstrap
+from engram_memory.adapters.clock import SystemClock
 from engram_memory.adapters.dynamodb.confirmations import DynamoConfirmationStore
 from engram_memory.adapters.eventbridge import EventBridgeHostNotifier
-from engram_memory.adapters.inprocess_invoker import InProcessInvoker, default_functions_dir
-from engram_memory.adapters.lambda_invoker import (
-    ENV_PREFIX,
-    InvocationDeadline,
-    lambda_invoker_from_env,
-)
-from engram_memory.adapters.stepfunctions.clients import GateClients
+from engram_memory.adapters.lambda_invoker import InvocationDeadline, lambda_invoker
+from engram_memory.adapters.stepfunctions.clients import GateClients, gate_clients
 from engram_memory.adapters.stepfunctions.workflow import StepFunctionsConfirmationWorkflow
 from engram_memory.domain.context import Tool
 from engram_memory.gate.adjudication import InvokedAdjudicator
@@ -30,9 +29,8 @@ if TYPE_CHECKING:
     from engram_memory.mcp.dispatch import ToolInvoker
     from engram_memory.settings import Settings
 
-EVENT_BUS_ENV = "ENGRAM_CONFIRMATION_EVENT_BUS"
-WINDOW_ENV = "ENGRAM_CONFIRMATION_WINDOW_SECONDS"
-ADMISSION_FUNCTION_ENV = ENV_PREFIX + Tool.REQUEST_ADMISSION.value.upper()
+# The adjudication invoke waits no longer than the host API's invocation has left.
+DEADLINE = InvocationDeadline()
 
 
 def new_elicitation_ref() -> str:
@@ -45,16 +43,9 @@ def new_adjudication_audit_id() -> str:
     return "adj_" + secrets.token_hex(16)
 
 
-def wall_clock_ms() -> int:
-    """Epoch milliseconds."""
-    return time.time_ns() // 1_000_000
-
-
-def window_seconds(env: dict[str, str] | None = None) -> int:
+def window_seconds(settings: Settings) -> int:
     """The approval window: 30 s, or less when the deployment says so (never more)."""
-    e = os.environ if env is None else env
-    value = int(e.get(WINDOW_ENV, str(DEFAULT_WINDOW_SECONDS)))
-    return max(1, min(value, DEFAULT_WINDOW_SECONDS))
+    return max(1, min(settings.confirmation_window_seconds, DEFAULT_WINDOW_SECONDS))
 
 
 def build_confirmation_service(settings: Settings, clients: GateClients) -> ConfirmationService:
@@ -63,14 +54,14 @@ def build_confirmation_service(settings: Settings, clients: GateClients) -> Conf
         store=DynamoConfirmationStore(clients.dynamodb, settings.table_name),
         workflow=StepFunctionsConfirmationWorkflow(clients.stepfunctions,
                                                    settings.state_machine_arn),
-        clock=wall_clock_ms,
+        clock=SystemClock().now_ms,
         new_ref=new_elicitation_ref,
         sleep=time.sleep,
-        window_seconds=window_seconds(),
+        window_seconds=window_seconds(settings),
     )
 
 
-def adjudication_invoker(settings: Settings, env: Mapping[str, str],
+def adjudication_invoker(settings: Settings,
                          deadline: InvocationDeadline | None = None) -> ToolInvoker:
     """How the host API reaches request_admission (the only function that may Decrypt).
 
@@ -79,12 +70,15 @@ def adjudication_invoker(settings: Settings, env: Mapping[str, str],
     handler in-process; in AWS the unnamed invoker refuses (STORE_UNAVAILABLE), it never
     falls back to adjudicating in the host API's own process.
     """
-    name = env.get(ADMISSION_FUNCTION_ENV, "")
+    name = settings.function_names.get(Tool.REQUEST_ADMISSION, "")
     if not name and settings.endpoint_url:
+        # Local-only code, imported only in local mode (a deployed function never has it).
+        from engram_memory.local.inprocess_invoker import InProcessInvoker, default_functions_dir
+
         return InProcessInvoker(default_functions_dir())
-    only_admission = {ADMISSION_FUNCTION_ENV: name} if name else {}
-    return lambda_invoker_from_env(only_admission, region=settings.region,
-                                   endpoint_url=settings.endpoint_url, deadline=deadline)
+    only_admission = {Tool.REQUEST_ADMISSION: name} if name else {}
+    return lambda_invoker(only_admission, region=settings.region,
+                          endpoint_url=settings.endpoint_url, deadline=deadline)
 
 
 def build_host_api(settings: Settings, clients: GateClients, invoker: ToolInvoker) -> HostApi:
@@ -97,8 +91,23 @@ def build_host_api(settings: Settings, clients: GateClients, invoker: ToolInvoke
 
 
 def build_notifier(settings: Settings, clients: GateClients) -> ConfirmationNotifier:
-    """The queue consumer; notifications go to the bus named in the environment, if any."""
-    bus = os.environ.get(EVENT_BUS_ENV, "")
+    """The queue consumer; notifications go to the configured bus, if any."""
+    bus = settings.confirmation_event_bus
     host: HostNotifier = EventBridgeHostNotifier(clients.events, bus) if bus else NoHostNotifier()
-    store = DynamoConfirmationStore(clients.dynamodb, settings.table_name)
-    return ConfirmationNotifier(store, host)
+    return ConfirmationNotifier(DynamoConfirmationStore(clients.dynamodb, settings.table_name),
+                                host)
+
+
+@bootstrap.per_container
+def host_api() -> HostApi:
+    """The host_api function's routes."""
+    settings = bootstrap.settings()
+    return build_host_api(settings, gate_clients(settings),
+                          adjudication_invoker(settings, DEADLINE))
+
+
+@bootstrap.per_container
+def notifier() -> ConfirmationNotifier:
+    """The confirmation_notifier function's queue consumer."""
+    settings = bootstrap.settings()
+    return build_notifier(settings, gate_clients(settings))
