@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from engram_memory.adapters.inprocess_invoker import LocalLambdaContext
 from engram_memory.domain.context import Tool
+from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
 from functions.search.handler import lambda_handler as search_handler
 from tests.fixtures.contract_fixtures import PURPOSE_REF
