@@ -1,4 +1,4 @@
-"""Search latency and DynamoDB calls per search at 1k, 10k and 50k accepted records (moto).
+"""Search latency, DynamoDB calls, round trips and postings read per search at 1k/10k/50k.
 
 Run: ``.venv/bin/python bench/search_scale.py [--sizes 1000,10000,50000] [--rounds 3]
 [--k 1000]`` (``--k``: postings read per query term, ENGRAM_SEARCH_POSTINGS_PER_TERM).
@@ -9,7 +9,8 @@ the journal head set to the last cursor, and the projection through
 ``DynamoProjectionStore.bulk_load`` (the same item layout the projector writes). Sizes
 grow incrementally in one mocked account. Each search goes through the real search Lambda
 handler (validation, ranking, revalidation, budgets, receipts); DynamoDB calls are counted
-with a botocore ``before-call`` hook on the handler's client.
+with a botocore ``before-call`` hook on the handler's client, postings read as the items
+its ``Query`` calls returned (``after-call``), sequential round trips with bench/aws_calls.py.
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ def round_trips(handler: Any, events: list[dict[str, Any]]) -> list[int]:
     return found
 
 
-def measure(corpus: Corpus, rounds: int, calls: list[int]) -> dict[str, float]:
+def measure(corpus: Corpus, rounds: int, calls: list[int], read: list[int]) -> dict[str, float]:
     """Run the fixed query set ``rounds`` times through the search handler."""
     from engram_memory.local.inprocess_invoker import (
         LocalLambdaContext,
@@ -197,19 +198,21 @@ def measure(corpus: Corpus, rounds: int, calls: list[int]) -> dict[str, float]:
                "capabilities": ["search"]}
     latencies: list[float] = []
     per_search: list[int] = []
+    postings: list[int] = []
     candidates: list[int] = []
     for _ in range(rounds):
         for ranks in QUERY_RANKS:
             query = " ".join(corpus.words[r] for r in ranks)
             event = {"tool": "search", "context": context,
                      "arguments": {"query": query, "purpose_ref": PURPOSE, "limit": 10}}
-            calls[0] = 0
+            calls[0] = read[0] = 0
             started = time.perf_counter()
             envelope = handler(event, LocalLambdaContext(function_name="search"))
             latencies.append((time.perf_counter() - started) * 1000)
             if not envelope["ok"]:
                 raise SystemExit(f"search failed: {envelope['error']['code']}")
             per_search.append(calls[0])
+            postings.append(read[0])
             candidates.append(envelope["output"]["value"]["rank_receipt"]["candidate_count"])
     latencies.sort()
     trips = round_trips(handler, [
@@ -224,6 +227,8 @@ def measure(corpus: Corpus, rounds: int, calls: list[int]) -> dict[str, float]:
         "calls_mean": statistics.mean(per_search),
         "calls_max": max(per_search),
         "candidates_mean": statistics.mean(candidates),
+        "postings_mean": statistics.mean(postings),
+        "postings_max": max(postings),
         "searches": len(latencies),
     }
 
@@ -254,9 +259,13 @@ def main() -> None:
         bootstrap.reset()
         # The search handler's own client (bootstrap caches it): count every call it makes.
         dynamodb = bootstrap.dynamodb_client()
-        calls = [0]
+        calls, read = [0], [0]
         dynamodb.meta.events.register(
             "before-call.dynamodb", lambda **_: calls.__setitem__(0, calls[0] + 1))
+        # Postings read = items the postings Queries returned (the only Query search makes).
+        dynamodb.meta.events.register(
+            "after-call.dynamodb.Query",
+            lambda parsed, **_: read.__setitem__(0, read[0] + int(parsed.get("Count", 0))))
         create_tables(boto3.client("dynamodb", region_name="us-east-1"), bootstrap.settings())
         corpus = Corpus()
         if args.before:
@@ -266,18 +275,19 @@ def main() -> None:
               f"{config.postings_budget}{' (before: sequential reads)' if args.before else ''}")
         print(f"{'records':>8} {'load s':>7} {'searches':>8} {'p50 ms':>7} {'p95 ms':>7} "
               f"{'ddb calls/search (mean, max)':>29} {'round trips (mean, max)':>24} "
-              f"{'candidates/search':>18}")
+              f"{'candidates/search':>18} {'postings read/search (mean, max)':>33}")
         loaded = 0
         for size in sizes:
             started = time.perf_counter()
             load(corpus, loaded, size, dynamodb)
             load_s = time.perf_counter() - started
             loaded = size
-            r = measure(corpus, args.rounds, calls)
+            r = measure(corpus, args.rounds, calls, read)
             print(f"{size:>8} {load_s:>7.1f} {r['searches']:>8.0f} {r['p50']:>7.1f} "
                   f"{r['p95']:>7.1f} {r['calls_mean']:>21.1f}, {r['calls_max']:>5.0f} "
                   f"{r['trips_mean']:>16.1f}, {r['trips_max']:>5.0f} "
-                  f"{r['candidates_mean']:>18.0f}", flush=True)
+                  f"{r['candidates_mean']:>18.0f} {r['postings_mean']:>25.0f}, "
+                  f"{r['postings_max']:>6.0f}", flush=True)
 
 
 if __name__ == "__main__":
