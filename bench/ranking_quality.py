@@ -1,7 +1,8 @@
 """Ranking quality on Cranfield per channel, the semantic channel's costs, cold imports.
 
 Run: ``.venv/bin/python bench/ranking_quality.py [--quick | --docs N] [--data DIR]`` (all
-1,400 documents by default: ~20 minutes on moto here; ``--quick`` = 40). Every Cranfield
+1,400 documents by default: ~20 minutes on moto here; ``--quick`` = 20, and the cold
+import of the two functions the semantic channel adds to: search and projector). Every Cranfield
 document is captured and admitted into the local service (title → the primary decision
 component, abstract → a context component; the tool handlers are called in-process), the
 projector drains (it embeds every record with the committed ONNX model), and every query
@@ -56,6 +57,7 @@ DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cranfield"
 TITLES: dict[str, str] = {}
 HANDLERS = ("search", "get", "capture", "request_admission", "withdraw", "forget",
             "mcp_endpoint", "projector")
+QUICK_HANDLERS = ("search", "projector")
 
 
 def load(folder: Path, limit: int | None) -> Collection:
@@ -256,12 +258,13 @@ def print_quality(collection: Collection, runs: dict[str, dict[str, list[str]]],
 def main() -> None:
     """Ingest, rank per mode, score, measure the channel's costs and the cold imports."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="40 documents, 1 import run")
+    parser.add_argument("--quick", action="store_true",
+                        help="20 documents; one cold import of search and projector")
     parser.add_argument("--docs", type=int, default=None,
                         help="only the first N documents (default: all 1,400)")
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     options = parser.parse_args()
-    collection = load(options.data, 40 if options.quick else options.docs)
+    collection = load(options.data, 20 if options.quick else options.docs)
     with silenced():
         bench = Bench()
         try:
@@ -279,7 +282,7 @@ def main() -> None:
     print(channel_costs(ROOT, [collection.queries[q] for q in list(collection.queries)[:50]],
                         runs_n))
     rows = [[f"functions.{name}.handler", *cold_import(f"functions.{name}.handler", runs_n)]
-            for name in HANDLERS]
+            for name in (QUICK_HANDLERS if options.quick else HANDLERS)]
     print(f"\ncold import of each handler module (fresh interpreter, median of {runs_n}; "
           "peak RSS = VmHWM of the child)")
     print(table(["module", "import ms (-X importtime)", "process wall ms", "peak RSS MiB"],
