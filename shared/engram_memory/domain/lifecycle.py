@@ -74,6 +74,20 @@ TRANSITIONS: MappingProxyType[tuple[State, Operation], State] = MappingProxyType
 """(from state, operation) → to state; every pair not listed is illegal."""
 
 
+CANDIDATE_ACCEPTED = "accepted"
+"""What a candidate item says once admitted: its lifecycle goes on as the record's."""
+
+
+def candidate_state(state: State) -> str:
+    """The state a candidate item stores for ``state`` (``accepted`` once a record)."""
+    return CANDIDATE_ACCEPTED if state is State.ACCEPTED_CURRENT else state.value
+
+
+def state_of_candidate(stored: str) -> State:
+    """The lifecycle state of a candidate item's stored state."""
+    return State.ACCEPTED_CURRENT if stored == CANDIDATE_ACCEPTED else State(stored)
+
+
 def is_terminal(state: State) -> bool:
     """True for states nothing can leave (rejected, withdrawn, tombstoned)."""
     return state in TERMINAL_STATES

@@ -18,10 +18,10 @@ and ``pending_adjudication`` (left pending and sealed, for the host route).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from engram_memory.concurrency import in_background
-from engram_memory.contract.outputs import AdmissionValue, dump_value
+from engram_memory.contract.outputs import AdmissionValue
 from engram_memory.contract.validation import canonical_arguments
 from engram_memory.domain import receipts, records
 from engram_memory.domain.canonical import (
@@ -38,37 +38,29 @@ from engram_memory.domain.errors import (
     InvalidSchema,
     NotFound,
 )
-from engram_memory.domain.intent import intent_digest
-from engram_memory.domain.journal import Actor, JournalHead
+from engram_memory.domain.journal import Actor
 from engram_memory.domain.lifecycle import State
 from engram_memory.domain.principals import ADJUDICATION_PRINCIPAL
 from engram_memory.services.admission_plan import (
-    Idem,
     Outcome,
     ReceiptFactory,
     plan_admission,
 )
-from engram_memory.services.mutation import (
-    Sleep,
-    actor_of,
-    commit_fenced,
-    gate_element,
-    gate_refusal_explained,
-    replayed,
-    with_rereads,
+from engram_memory.services.pipeline import (
+    Build,
+    Idem,
+    MutationCall,
+    PipelinePorts,
+    PipelineService,
 )
 from engram_memory.services.policy import check_not_stale
 from engram_memory.services.ports import (
     AdmissionPolicy,
     AdmissionRequest,
     CandidateEntry,
-    Clock,
-    ConfirmationGate,
     Decision,
     EvidenceVerifier,
     KeyVault,
-    MemoryStore,
-    MutationPlan,
     ReadRequest,
     ReadResult,
     Sealer,
@@ -82,50 +74,24 @@ ADJUDICATION_TOOL = "adjudicate"
 ADJUDICATION_POLICY_ID = "host-adjudication"
 
 
-class AdmissionService:
+class AdmissionService(PipelineService):
     """The admission use case (agent tool) and the host's adjudication."""
 
-    def __init__(
-        self,
-        *,
-        store: MemoryStore,
-        key_vault: KeyVault,
-        sealer: Sealer,
-        policy: AdmissionPolicy,
-        verifier: EvidenceVerifier,
-        gate: ConfirmationGate,
-        clock: Clock,
-        sleep: Sleep,
-    ) -> None:
-        self._store = store
+    def __init__(self, *, key_vault: KeyVault, sealer: Sealer, policy: AdmissionPolicy,
+                 verifier: EvidenceVerifier, **ports: Unpack[PipelinePorts]) -> None:
+        super().__init__(**ports)
+        self._store = ports["store"]
         self._key_vault = key_vault
         self._sealer = sealer
         self._policy = policy
         self._verifier = verifier
-        self._gate = gate
-        self._clock = clock
-        self._sleep = sleep
 
     def execute(self, ctx: InvocationContext, model: BaseModel) -> dict[str, Any]:
         """Request admission of a pending candidate; the tool's ``value``."""
         args = canonical_arguments(model)
-        idem = Idem(ctx.principal, args["idempotency_key"], Tool.REQUEST_ADMISSION.value,
-                     intent_digest(Tool.REQUEST_ADMISSION, args))
-
-        def attempt() -> dict[str, Any]:
-            first = self._first_reads(ctx.scope, idem, args["candidate_id"])
-            prior = self._prior(first, idem)
-            if prior is not None:
-                return prior
-            candidate = _pending(first.candidate)
-            now_ms = self._clock.now_ms()
-            gate_item = gate_element(self._gate, ctx, Tool.REQUEST_ADMISSION, args, now_ms)
-            outcome = self._evaluate(ctx.scope, candidate, first, now_ms)
-            with gate_refusal_explained(self._gate, ctx, Tool.REQUEST_ADMISSION, args, now_ms):
-                return self._commit(ctx.scope, actor_of(ctx), idem, candidate, outcome,
-                                    now_ms, gate_item, first.head)
-
-        return with_rereads(attempt, self._sleep)
+        call = MutationCall.of_agent(ctx, Tool.REQUEST_ADMISSION, args)
+        candidate_id = str(args["candidate_id"])
+        return self._pipeline.run(call, lambda: _Admission(self, call, candidate_id, None))
 
     def adjudicate(self, scope: Scope, candidate_id: str, decision: str,
                    approver: str) -> dict[str, Any]:
@@ -139,36 +105,13 @@ class AdmissionService:
             raise InvalidSchema
         intent = digest(DigestKind.INTENT, {"tool": ADJUDICATION_TOOL, "target": candidate_id,
                                             "arguments": {"decision": decision}})
-        idem = Idem(ADJUDICATION_PRINCIPAL, f"adjudicate:{candidate_id}", ADJUDICATION_TOOL,
-                     intent)
-        actor = Actor(principal=approver, agent_id="host", session_id="adjudication")
-
-        def attempt() -> dict[str, Any]:
-            first = self._first_reads(scope, idem, candidate_id)
-            prior = self._prior(first, idem)
-            if prior is not None:
-                return prior
-            candidate = _pending(first.candidate)
-            now_ms = self._clock.now_ms()
-            outcome = self._adjudicated(scope, candidate, decision, first, now_ms)
-            return self._commit(scope, actor, idem, candidate, outcome, now_ms, None,
-                                first.head)
-
-        return with_rereads(attempt, self._sleep)
+        call = MutationCall(
+            scope, Idem(ADJUDICATION_PRINCIPAL, f"adjudicate:{candidate_id}",
+                        ADJUDICATION_TOOL, intent),
+            Actor(principal=approver, agent_id="host", session_id="adjudication"))
+        return self._pipeline.run(call, lambda: _Admission(self, call, candidate_id, decision))
 
     # --- reads and decisions ------------------------------------------------------------
-
-    def _first_reads(self, scope: Scope, idem: Idem, candidate_id: str) -> ReadResult:
-        """Round trip 1: everything that depends on the arguments alone."""
-        return self._store.read_together(scope, ReadRequest(
-            idempotency=(idem.principal, idem.key), candidate_id=candidate_id,
-            wrapped_key_of=candidate_id, chunks=(candidate_id, 1), head=True))
-
-    def _prior(self, first: ReadResult, idem: Idem) -> dict[str, Any] | None:
-        prior = replayed(first.idempotency, idem.tool, idem.intent)
-        if prior is None:
-            return None
-        return dump_value(AdmissionValue.model_validate({**prior, "replayed": True}))
 
     def _open(self, scope: Scope, candidate: CandidateEntry,
               first: ReadResult) -> tuple[AdmissionRequest, ReadResult]:
@@ -258,20 +201,39 @@ class AdmissionService:
         return Outcome("accepted", receipt, record=record, record_id=record_id,
                         payload=request.payload, trust_binding=binding)
 
-    # --- the commit ---------------------------------------------------------------------
-
-    def _commit(self, scope: Scope, actor: Actor, idem: Idem, candidate: CandidateEntry,
-                outcome: Outcome, now_ms: int, gate_item: Mapping[str, Any] | None,
-                head: JournalHead | None) -> dict[str, Any]:
-        def build(head: JournalHead) -> tuple[MutationPlan, dict[str, Any]]:
-            return plan_admission(scope, actor, idem, candidate, outcome, now_ms, gate_item,
-                                  head)
-
-        return commit_fenced(self._store, scope, build, self._sleep, head)
-
-
 def _pending(candidate: CandidateEntry | None) -> CandidateEntry:
     """The candidate, if it is pending (else NOT_FOUND, as for an unknown id)."""
     if candidate is None or candidate.state != State.PENDING.value:
         raise NotFound
     return candidate
+
+
+class _Admission:
+    """One admission attempt: the candidate must be pending; the policy (or the host's
+    decision) decides after the gate."""
+
+    value_model = AdmissionValue
+    replay_fields: Mapping[str, Any] = {"replayed": True}
+    state_behind_gate = False
+
+    def __init__(self, service: AdmissionService, call: MutationCall, candidate_id: str,
+                 adjudicated: str | None) -> None:
+        self._service, self._call = service, call
+        self._candidate_id, self._adjudicated = candidate_id, adjudicated
+
+    def reads(self) -> ReadRequest:
+        """Round trip 1: the candidate, its wrapped key and first chunk (+ idem, head)."""
+        cid = self._candidate_id
+        return ReadRequest(candidate_id=cid, wrapped_key_of=cid, chunks=(cid, 1))
+
+    def check(self, found: ReadResult, now_ms: int) -> CandidateEntry:
+        return _pending(found.candidate)
+
+    def decide(self, checked: CandidateEntry, found: ReadResult, now_ms: int) -> Build:
+        scope = self._call.scope
+        if self._adjudicated is None:
+            outcome = self._service._evaluate(scope, checked, found, now_ms)
+        else:
+            outcome = self._service._adjudicated(scope, checked, self._adjudicated, found,
+                                                 now_ms)
+        return lambda head: plan_admission(self._call, checked, outcome, now_ms, head)

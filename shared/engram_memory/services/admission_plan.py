@@ -7,33 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from engram_memory.contract.outputs import AdmissionOutcome, AdmissionValue, dump_value
 from engram_memory.domain import receipts, records
 from engram_memory.domain.canonical import format_cursor
-from engram_memory.domain.context import Scope
-from engram_memory.domain.journal import Actor, JournalHead, build_event
-from engram_memory.domain.lifecycle import State
+from engram_memory.domain.journal import JournalHead, build_event
+from engram_memory.domain.lifecycle import Operation, State, candidate_state, transition
+from engram_memory.services.pipeline import Built, MutationCall
 from engram_memory.services.ports import (
     CandidateEntry,
     Change,
     MoveCandidate,
-    MutationPlan,
     PutRecord,
 )
-
-ACCEPTED_CANDIDATE_STATE = "accepted"
-
-
-@dataclass(frozen=True, slots=True)
-class Idem:
-    """The idempotency reservation a commit makes: who, which key, which tool and intent."""
-
-    principal: str
-    key: str
-    tool: str
-    intent: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,13 +36,13 @@ class Outcome:
     trust_binding: Mapping[str, Any] = field(default_factory=dict)
 
 
-_TRANSITION = {
-    "accepted": (State.ACCEPTED_CURRENT.value, "accept", ACCEPTED_CANDIDATE_STATE, True),
-    "duplicate_exact": (State.ACCEPTED_CURRENT.value, "accept", ACCEPTED_CANDIDATE_STATE, True),
-    "rejected": (State.REJECTED.value, "reject", State.REJECTED.value, True),
-    "pending_adjudication": (State.PENDING.value, "hold", State.PENDING.value, False),
-}
-"""status → (journal to_state, journal operation, candidate state, shred key+ciphertext)."""
+ADMISSION_OPERATIONS: Mapping[str, Operation] = MappingProxyType({
+    "accepted": Operation.ACCEPT,
+    "duplicate_exact": Operation.ACCEPT,
+    "rejected": Operation.REJECT,
+    "pending_adjudication": Operation.HOLD,
+})
+"""Admission status → the lifecycle move of the candidate (lifecycle.TRANSITIONS)."""
 
 
 class ReceiptFactory:
@@ -78,20 +66,20 @@ class ReceiptFactory:
         )
 
 
-def plan_admission(scope: Scope, actor: Actor, idem: Idem, candidate: CandidateEntry,
-                   outcome: Outcome, now_ms: int, gate_item: Mapping[str, Any] | None,
-                   head: JournalHead) -> tuple[MutationPlan, dict[str, Any]]:
+def plan_admission(call: MutationCall, candidate: CandidateEntry, outcome: Outcome,
+                   now_ms: int, head: JournalHead) -> Built:
     """The one commit of a decided admission on ``head``, and the tool value it returns."""
-    to_state, operation, candidate_state, shred = _TRANSITION[outcome.status]
+    to_state = transition(State.PENDING, ADMISSION_OPERATIONS[outcome.status])
     decision_digest = receipts.decision_receipt_digest(outcome.receipt)
     subject = {"candidate_id": candidate.candidate_id}
     if outcome.record_id is not None:
         subject["record_id"] = outcome.record_id
     event = build_event(
-        head, scope=scope, operation=operation, subject=subject,
-        from_state=State.PENDING.value, to_state=to_state, actor=actor, at_ms=now_ms,
+        head, scope=call.scope, operation=ADMISSION_OPERATIONS[outcome.status].value,
+        subject=subject, from_state=State.PENDING.value, to_state=to_state.value,
+        actor=call.actor, at_ms=now_ms,
         digests={"decision_receipt_digest": decision_digest,
-                 "record_digest": candidate.record_digest, "intent_digest": idem.intent},
+                 "record_digest": candidate.record_digest, "intent_digest": call.idem.intent},
     )
     fields: dict[str, Any] = {"status": outcome.status, "candidate_id": candidate.candidate_id,
                               "cursor": format_cursor(event.cursor),
@@ -100,10 +88,12 @@ def plan_admission(scope: Scope, actor: Actor, idem: Idem, candidate: CandidateE
         fields["record_id"] = outcome.record_id
     fields["transaction_receipt_digest"] = receipts.outcome_transaction_digest(fields)
     value = dump_value(AdmissionValue(outcome=AdmissionOutcome(**fields), replayed=False))
+    # Every decided move out of pending shreds the key and ciphertext; a hold keeps them.
     changes: list[Change] = [MoveCandidate(
         candidate_id=candidate.candidate_id, from_state=State.PENDING.value,
-        to_state=candidate_state, shred=shred, blob_chunks=candidate.blob_chunks,
-        decision_receipt=outcome.receipt, record_id=outcome.record_id,
+        to_state=candidate_state(to_state), shred=to_state is not State.PENDING,
+        blob_chunks=candidate.blob_chunks, decision_receipt=outcome.receipt,
+        record_id=outcome.record_id,
     )]
     if outcome.record is not None:
         valid_time = outcome.payload["valid_time"]
@@ -114,7 +104,4 @@ def plan_admission(scope: Scope, actor: Actor, idem: Idem, candidate: CandidateE
             trust_binding=outcome.trust_binding,
             derivative_rule=records.derivative_rule(outcome.payload),
         ))
-    plan = MutationPlan(scope=scope, principal=idem.principal, idempotency_key=idem.key,
-                        tool=idem.tool, intent_digest=idem.intent, result=value, head=head,
-                        event=event, changes=tuple(changes), gate_item=gate_item, at_ms=now_ms)
-    return plan, value
+    return Built(event, tuple(changes), value)

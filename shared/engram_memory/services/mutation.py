@@ -152,17 +152,3 @@ def state_behind_gate(gate: ConfirmationGate, ctx: InvocationContext, tool: Tool
         gate.require_approval(ctx, tool, target_of(tool, arguments),
                               operation_digest(tool, arguments), now_ms)
         raise
-
-
-def gate_element(
-    gate: ConfirmationGate,
-    ctx: InvocationContext,
-    tool: Tool,
-    arguments: Mapping[str, Any],
-    now_ms: int,
-) -> Mapping[str, Any] | None:
-    """The confirmation-consuming element when ``tool`` is gated for ``ctx``, else None."""
-    if not ctx.requires_confirmation(tool):
-        return None
-    operation = operation_digest(tool, arguments)
-    return gate.consume_item(ctx, tool, target_of(tool, arguments), operation, now_ms)

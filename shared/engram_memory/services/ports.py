@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from engram_memory.domain.errors import FenceLost
+from engram_memory.domain.errors import FenceLost, GateFailed
+from engram_memory.services.confirmation import REF_RE
 
 if TYPE_CHECKING:
     from engram_memory.domain.context import InvocationContext, Scope, Tool
@@ -116,19 +117,46 @@ class EvidenceVerifier(Protocol):
         ...
 
 
-class ConfirmationGate(Protocol):
-    """The confirmation hook: the transaction element consuming a human approval."""
+@dataclass(frozen=True, slots=True)
+class GateConsumption:
+    """The human approval a gated commit consumes, in the same atomic commit.
 
-    def consume_item(
-        self,
-        ctx: InvocationContext,
-        tool: Tool,
-        target: str,
-        operation_digest: str,
-        now_ms: int,
-    ) -> dict[str, Any]:
-        """A TransactWriteItems element; GateFailed when there is nothing to consume."""
-        ...
+    The store commits it only if the confirmation ``confirmation_ref`` is approved for
+    exactly this tool, target, operation digest and principal, inside its window at
+    ``at_ms``, and not yet consumed; otherwise the whole commit fails with GateFailed.
+    """
+
+    scope: Scope
+    confirmation_ref: str
+    tool: Tool
+    target: str
+    operation_digest: str
+    principal: str
+    audit_id: str
+    at_ms: int
+
+    @classmethod
+    def of(cls, ctx: InvocationContext, tool: Tool, target: str, operation_digest: str,
+           now_ms: int) -> GateConsumption:
+        """The approval ``ctx`` names for this call; GateFailed when it names none.
+
+        Whether that approval exists, is this call's and is unused is the commit's own
+        condition, so a call that goes through reads nothing here.
+        """
+        ref = ctx.confirmation_ref
+        if ref is None or REF_RE.fullmatch(ref) is None:
+            raise GateFailed
+        return cls(scope=ctx.scope, confirmation_ref=ref, tool=tool, target=target,
+                   operation_digest=operation_digest, principal=ctx.principal,
+                   audit_id=ctx.audit_id, at_ms=now_ms)
+
+
+class ConfirmationGate(Protocol):
+    """Reads of the confirmation gate: why a gated call was refused.
+
+    The approval itself is consumed by the commit (:class:`GateConsumption`), so a gated
+    call that goes through reads nothing here.
+    """
 
     def explain_refusal(
         self,
@@ -336,7 +364,7 @@ class MutationPlan:
     head: JournalHead
     event: JournalEvent
     changes: tuple[Change, ...]
-    gate_item: Mapping[str, Any] | None = None
+    gate: GateConsumption | None = None
     at_ms: int = 0
 
 

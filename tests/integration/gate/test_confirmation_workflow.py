@@ -1,4 +1,5 @@
-"""The confirmation workflow on moto's Step Functions executor, and the gate's consume element.
+"""The confirmation workflow on moto's Step Functions executor, and the consuming element
+the store commits with a gated call (adapters/dynamodb/confirmations.consumption_element).
 
 These run the real ASL: the request is recorded by the workflow, the queue pump stores the
 task token, a decision moves the item, the window and the TTL expire it. The consume
@@ -12,13 +13,14 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from engram_memory.adapters.dynamodb.confirmations import DynamoConfirmationGate
+from engram_memory.adapters.dynamodb.confirmations import consumption_element
 from engram_memory.adapters.stepfunctions.clients import gate_clients
 from engram_memory.composition.gate import build_confirmation_service
 from engram_memory.contract.invocation import ContextModel
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.errors import GateFailed, IllegalTransition, InvalidSchema, NotFound
 from engram_memory.services.confirmation import ConfirmationService, Decision
+from engram_memory.services.ports import GateConsumption
 
 from tests.integration.gate.conftest import WINDOW_SECONDS, GateEnv
 from tests.support.events import PRINCIPAL, WORKSPACE_ID, make_context
@@ -47,8 +49,9 @@ def _consume(gate_env: GateEnv, ref: str | None, *, tool: Tool = Tool.WITHDRAW,
              now_ms: int | None = None) -> None:
     """Apply the gate's element alone, as the tool's TransactWriteItems would."""
     ctx = ContextModel(**make_context(confirmation_ref=ref, principal=principal)).to_context()
-    element = DynamoConfirmationGate(gate_env.settings.table_name).consume_item(
-        ctx, tool, target, digest, _now_ms() if now_ms is None else now_ms)
+    consumption = GateConsumption.of(ctx, tool, target, digest,
+                                     _now_ms() if now_ms is None else now_ms)
+    element = consumption_element(gate_env.settings.table_name, consumption)
     gate_env.dynamodb.transact_write_items(TransactItems=[element])
 
 

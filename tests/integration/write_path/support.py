@@ -24,7 +24,7 @@ from tests.fixtures.contract_fixtures import (
     valid_request_admission_args,
     valid_withdraw_args,
 )
-from tests.support.events import TENANT_ID, WORKSPACE_ID, make_event
+from tests.support.events import PRINCIPAL, TENANT_ID, WORKSPACE_ID, make_event
 
 HANDLERS = {
     Tool.CAPTURE: capture_handler,
@@ -99,22 +99,26 @@ class FixedClock:
 
 
 class ApprovalGate:
-    """A ConfirmationGate whose element consumes an approval item the test puts.
+    """A ConfirmationGate over approval items the test puts as the workflow would.
 
-    The element is a real conditional Update on the main table: it succeeds once, only
-    for the tool, target and operation digest the approval names (single use).
+    The commit consumes the item through the store's real consuming element (single use,
+    bound to tool, target, operation digest and principal); the approval window is open
+    for any clock a test pins. A refusal of this gate is always gate_failed.
     """
 
     def __init__(self, table_name: str, client: Any) -> None:
         self.table_name = table_name
         self.client = client
 
-    def approve(self, dynamodb: Any, ref: str, tool: Tool, target: str, digest: str) -> None:
+    def approve(self, dynamodb: Any, ref: str, tool: Tool, target: str, digest: str,
+                principal: str = PRINCIPAL) -> None:
         """Record a human approval for one exact call."""
         dynamodb.put_item(TableName=self.table_name, Item={
-            "pk": {"S": f"TESTCONF#{SCOPE.key}"}, "sk": {"S": f"REF#{ref}"},
-            "state": {"S": "approved"}, "tool": {"S": tool.value},
-            "target": {"S": target}, "operation_digest": {"S": digest},
+            "pk": {"S": f"CONF#{SCOPE.key}"}, "sk": {"S": f"REF#{ref}"},
+            "elicitation_ref": {"S": ref}, "state": {"S": "approved"},
+            "tool": {"S": tool.value}, "target": {"S": target},
+            "operation_digest": {"S": digest}, "principal": {"S": principal},
+            "approved_at_ms": {"N": "0"}, "window_ends_at_ms": {"N": str(2**53)},
         })
 
     def explain_refusal(self, ctx: InvocationContext, tool: Tool, target: str,
@@ -127,32 +131,12 @@ class ApprovalGate:
         if ctx.confirmation_ref is None:
             raise GateFailed
         item = self.client.get_item(TableName=self.table_name, ConsistentRead=True, Key={
-            "pk": {"S": f"TESTCONF#{ctx.scope.key}"},
+            "pk": {"S": f"CONF#{ctx.scope.key}"},
             "sk": {"S": f"REF#{ctx.confirmation_ref}"}}).get("Item") or {}
         wanted = {"state": "approved", "tool": tool.value, "target": target,
-                  "operation_digest": operation_digest}
+                  "operation_digest": operation_digest, "principal": ctx.principal}
         if any(item.get(name, {}).get("S") != text for name, text in wanted.items()):
             raise GateFailed
-
-    def consume_item(self, ctx: InvocationContext, tool: Tool, target: str,
-                     operation_digest: str, now_ms: int) -> dict[str, Any]:
-        """The consuming element; GateFailed without a confirmation reference."""
-        if ctx.confirmation_ref is None:
-            raise GateFailed
-        return {"Update": {
-            "TableName": self.table_name,
-            "Key": {"pk": {"S": f"TESTCONF#{ctx.scope.key}"},
-                    "sk": {"S": f"REF#{ctx.confirmation_ref}"}},
-            "UpdateExpression": "SET #s = :consumed",
-            "ConditionExpression": "#s = :approved AND #t = :tool AND target = :target "
-                                   "AND operation_digest = :digest",
-            "ExpressionAttributeNames": {"#s": "state", "#t": "tool"},
-            "ExpressionAttributeValues": {
-                ":consumed": {"S": "consumed"}, ":approved": {"S": "approved"},
-                ":tool": {"S": tool.value}, ":target": {"S": target},
-                ":digest": {"S": operation_digest},
-            },
-        }}
 
 
 def install_approval_gate(table_name: str) -> ApprovalGate:

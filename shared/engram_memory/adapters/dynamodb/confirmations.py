@@ -24,6 +24,7 @@ from engram_memory.services.confirmation import (
 
 if TYPE_CHECKING:
     from engram_memory.domain.context import InvocationContext, Scope, Tool
+    from engram_memory.services.ports import GateConsumption
 
 def confirmation_key(scope: Scope, elicitation_ref: str) -> dict[str, str]:
     """The plain-string key of a confirmation item (the workflow input carries it)."""
@@ -139,56 +140,52 @@ class DynamoConfirmationStore:
         return True
 
 
+def consumption_element(table_name: str, consumption: GateConsumption) -> dict[str, Any]:
+    """The TransactWriteItems ``Update`` consuming an approval: it succeeds only for this
+    exact approved, unexpired, unused call.
+
+    Bound to tool, target, operation digest and the host-bound principal; ``approved``
+    also means "not consumed". If the condition fails the whole transaction is
+    cancelled, which the store reports as GateFailed with nothing changed.
+    """
+    return {
+        "Update": {
+            "TableName": table_name,
+            "Key": _typed_key(consumption.scope, consumption.confirmation_ref),
+            "UpdateExpression": "SET #s = :consumed, consumed_at_ms = :now, "
+                                "consumed_audit_id = :audit",
+            "ConditionExpression": (
+                "#s = :approved AND #tool = :tool AND #target = :target AND "
+                "#digest = :digest AND #principal = :principal AND "
+                "#at <= :now AND #end >= :now"
+            ),
+            "ExpressionAttributeNames": {
+                "#s": "state", "#tool": "tool", "#target": "target",
+                "#digest": "operation_digest", "#principal": "principal",
+                "#at": "approved_at_ms", "#end": "window_ends_at_ms",
+            },
+            "ExpressionAttributeValues": {
+                ":consumed": {"S": ConfirmationState.CONSUMED.value},
+                ":approved": {"S": ConfirmationState.APPROVED.value},
+                ":tool": {"S": consumption.tool.value},
+                ":target": {"S": consumption.target},
+                ":digest": {"S": consumption.operation_digest},
+                ":principal": {"S": consumption.principal},
+                ":now": {"N": str(consumption.at_ms)},
+                ":audit": {"S": consumption.audit_id},
+            },
+            "ReturnValuesOnConditionCheckFailure": "NONE",
+        }
+    }
+
+
 class DynamoConfirmationGate:
-    """The ConfirmationGate port: a TransactWriteItems element consuming the confirmation."""
+    """The ConfirmationGate port: reads a confirmation to explain a refusal."""
 
     def __init__(self, table_name: str, client: Any | None = None) -> None:
         self._table = table_name
         # With a client the gate can tell a digest mismatch apart (see explain_refusal).
         self._client = client
-
-    def consume_item(
-        self, ctx: InvocationContext, tool: Tool, target: str, operation_digest: str,
-        now_ms: int,
-    ) -> dict[str, Any]:
-        """An ``Update`` that succeeds only for this exact approved, unexpired, unused call.
-
-        Bound to tool, target, operation digest and the host-bound principal; ``approved``
-        also means "not consumed". If the condition fails the whole transaction is
-        cancelled, which the store reports as GateFailed with nothing changed.
-        """
-        ref = ctx.confirmation_ref
-        if ref is None or REF_RE.fullmatch(ref) is None:
-            raise GateFailed()
-        return {
-            "Update": {
-                "TableName": self._table,
-                "Key": _typed_key(ctx.scope, ref),
-                "UpdateExpression": "SET #s = :consumed, consumed_at_ms = :now, "
-                                    "consumed_audit_id = :audit",
-                "ConditionExpression": (
-                    "#s = :approved AND #tool = :tool AND #target = :target AND "
-                    "#digest = :digest AND #principal = :principal AND "
-                    "#at <= :now AND #end >= :now"
-                ),
-                "ExpressionAttributeNames": {
-                    "#s": "state", "#tool": "tool", "#target": "target",
-                    "#digest": "operation_digest", "#principal": "principal",
-                    "#at": "approved_at_ms", "#end": "window_ends_at_ms",
-                },
-                "ExpressionAttributeValues": {
-                    ":consumed": {"S": ConfirmationState.CONSUMED.value},
-                    ":approved": {"S": ConfirmationState.APPROVED.value},
-                    ":tool": {"S": tool.value},
-                    ":target": {"S": target},
-                    ":digest": {"S": operation_digest},
-                    ":principal": {"S": ctx.principal},
-                    ":now": {"N": str(now_ms)},
-                    ":audit": {"S": ctx.audit_id},
-                },
-                "ReturnValuesOnConditionCheckFailure": "NONE",
-            }
-        }
 
     def explain_refusal(self, ctx: InvocationContext, tool: Tool, target: str,
                         operation_digest: str, now_ms: int) -> None:

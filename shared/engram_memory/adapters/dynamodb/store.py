@@ -16,6 +16,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from engram_memory.adapters.dynamodb import items as it
 from engram_memory.adapters.dynamodb.batch_reads import read_together
+from engram_memory.adapters.dynamodb.confirmations import consumption_element
 from engram_memory.adapters.dynamodb.errors import translate_commit, translate_read
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import BlobMissing, MutationOutcomeUnknown
@@ -205,8 +206,9 @@ class DynamoMemoryStore:
         yield it.ElementKind.HEAD, {"Put": {
             "TableName": self._main, "Item": event_item,
             "ConditionExpression": "attribute_not_exists(pk)"}}
-        if plan.gate_item is not None:
-            yield it.ElementKind.CONFIRMATION, dict(plan.gate_item)
+        if plan.gate is not None:
+            # Confirmation items live in the main table (adapters/dynamodb/confirmations.py).
+            yield it.ElementKind.CONFIRMATION, consumption_element(self._main, plan.gate)
         for change in plan.changes:
             yield from self._change(change, plan)
 

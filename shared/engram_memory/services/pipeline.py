@@ -1,0 +1,224 @@
+"""The one mutation pipeline every write use case fills in.
+
+An attempt runs: ONE read (the use case's items + the idempotency entry + the journal
+head) → replay of a stored result → ``check`` (refusals that come before the gate; for
+tools whose state refusals must not leak, behind the gate) → the gate's consumption →
+``decide`` (the rest of the work, e.g. sealing or decrypting) → ``commit_fenced`` of what
+``decide`` builds on a head. A lost race re-runs the attempt (``with_rereads``), whose read
+then reports the contract outcome. Adding a mutation = one module with a :class:`Mutation`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict, TypeVar, Unpack
+
+from engram_memory.contract.outputs import dump_value
+from engram_memory.domain.intent import intent_digest, operation_digest, target_of
+from engram_memory.services.mutation import (
+    Sleep,
+    actor_of,
+    commit_fenced,
+    gate_refusal_explained,
+    replayed,
+    state_behind_gate,
+    with_rereads,
+)
+from engram_memory.services.ports import (
+    Change,
+    Clock,
+    ConfirmationGate,
+    GateConsumption,
+    MemoryStore,
+    MutationPlan,
+    ReadRequest,
+    ReadResult,
+)
+
+if TYPE_CHECKING:
+    from engram_memory.contract.outputs import OutputModel
+    from engram_memory.domain.context import InvocationContext, Scope, Tool
+    from engram_memory.domain.journal import Actor, JournalEvent, JournalHead
+
+C = TypeVar("C")
+C_contra = TypeVar("C_contra", contravariant=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Idem:
+    """The idempotency reservation a commit makes: who, which key, which tool and intent."""
+
+    principal: str
+    key: str
+    tool: str
+    intent: str
+
+
+@dataclass(frozen=True, slots=True)
+class AgentCall:
+    """An agent's tool call as the gate sees it (who, which tool, which arguments)."""
+
+    ctx: InvocationContext
+    tool: Tool
+    arguments: Mapping[str, Any]
+
+    @property
+    def target(self) -> str:
+        """The candidate or record id the call acts on ("" for capture)."""
+        return target_of(self.tool, self.arguments)
+
+    def consumption(self, now_ms: int) -> GateConsumption:
+        """The approval this call's commit consumes; GateFailed when it names none."""
+        return GateConsumption.of(self.ctx, self.tool, self.target,
+                                  operation_digest(self.tool, self.arguments), now_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class MutationCall:
+    """Who commits what: the scope, the idempotency reservation, the journal actor and,
+    for an agent's call, the call the gate judges (None: the host's own route)."""
+
+    scope: Scope
+    idem: Idem
+    actor: Actor
+    agent: AgentCall | None = None
+
+    @classmethod
+    def of_agent(cls, ctx: InvocationContext, tool: Tool,
+                 arguments: Mapping[str, Any]) -> MutationCall:
+        """An agent's call of ``tool`` with canonical ``arguments``."""
+        idem = Idem(ctx.principal, str(arguments["idempotency_key"]), tool.value,
+                    intent_digest(tool, arguments))
+        return cls(ctx.scope, idem, actor_of(ctx), AgentCall(ctx, tool, arguments))
+
+
+@dataclass(frozen=True, slots=True)
+class Built:
+    """What one decided mutation commits on a head, and the tool value it returns."""
+
+    event: JournalEvent
+    changes: tuple[Change, ...]
+    value: dict[str, Any]
+
+
+Build = Callable[["JournalHead"], Built]
+
+
+class Mutation(Protocol, Generic[C]):
+    """One attempt of a use case: what it reads, checks, decides and commits.
+
+    ``value_model`` re-validates a stored result on replay, with ``replay_fields`` set;
+    ``state_behind_gate``: a refusal from ``check`` (NOT_FOUND, ALREADY_TERMINAL,
+    ILLEGAL_TRANSITION) waits for an approval of this exact call (withdraw, forget).
+    """
+
+    @property
+    def value_model(self) -> type[OutputModel]:
+        """The tool's value model."""
+        ...
+
+    @property
+    def replay_fields(self) -> Mapping[str, Any]:
+        """What a replayed value says differently (``replayed``, capture's status)."""
+        ...
+
+    @property
+    def state_behind_gate(self) -> bool:
+        """True when ``check``'s refusals must wait for the gate."""
+        ...
+
+    def reads(self) -> ReadRequest:
+        """The items besides the idempotency entry and the head, read in the same trip."""
+        ...
+
+    def check(self, found: ReadResult, now_ms: int) -> C:
+        """Refusals that come before the gate; what ``decide`` needs."""
+        ...
+
+    def decide(self, checked: C, found: ReadResult, now_ms: int) -> Build:
+        """The rest of the work, after the gate; how to build the commit on a head."""
+        ...
+
+
+class MutationPipeline:
+    """Runs :class:`Mutation` attempts against the store, the gate and the clock."""
+
+    def __init__(self, *, store: MemoryStore, gate: ConfirmationGate, clock: Clock,
+                 sleep: Sleep) -> None:
+        self.store = store
+        self.gate = gate
+        self.clock = clock
+        self.sleep = sleep
+
+    def run(self, call: MutationCall, new_attempt: Callable[[], Mutation[C]]) -> dict[str, Any]:
+        """Run attempts (a fresh ``new_attempt()`` each) until one answers; the value."""
+        return with_rereads(lambda: self._attempt(call, new_attempt()), self.sleep)
+
+    def _attempt(self, call: MutationCall, use: Mutation[C]) -> dict[str, Any]:
+        idem = call.idem
+        found = self.store.read_together(call.scope, replace(
+            use.reads(), idempotency=(idem.principal, idem.key), head=True))
+        stored = replayed(found.idempotency, idem.tool, idem.intent)
+        if stored is not None:
+            return dump_value(use.value_model.model_validate({**stored, **use.replay_fields}))
+        now_ms = self.clock.now_ms()
+        with self._state_refusals(call, use, now_ms):
+            checked = use.check(found, now_ms)
+        consumption = self._consumption(call, now_ms)
+        build = use.decide(checked, found, now_ms)
+
+        def plan(head: JournalHead) -> tuple[MutationPlan, dict[str, Any]]:
+            built = build(head)
+            return MutationPlan(
+                scope=call.scope, principal=idem.principal, idempotency_key=idem.key,
+                tool=idem.tool, intent_digest=idem.intent, result=built.value, head=head,
+                event=built.event, changes=built.changes, gate=consumption, at_ms=now_ms,
+            ), built.value
+
+        with self._commit_refusals(call, now_ms):
+            return commit_fenced(self.store, call.scope, plan, self.sleep, found.head)
+
+    def _consumption(self, call: MutationCall, now_ms: int) -> GateConsumption | None:
+        agent = call.agent
+        if agent is None or not agent.ctx.requires_confirmation(agent.tool):
+            return None
+        return agent.consumption(now_ms)
+
+    @contextmanager
+    def _state_refusals(self, call: MutationCall, use: Mutation[C],
+                        now_ms: int) -> Iterator[None]:
+        agent = call.agent
+        if agent is None or not use.state_behind_gate:
+            with nullcontext():
+                yield
+            return
+        with state_behind_gate(self.gate, agent.ctx, agent.tool, agent.arguments, now_ms):
+            yield
+
+    @contextmanager
+    def _commit_refusals(self, call: MutationCall, now_ms: int) -> Iterator[None]:
+        agent = call.agent
+        if agent is None:
+            yield
+            return
+        with gate_refusal_explained(self.gate, agent.ctx, agent.tool, agent.arguments,
+                                    now_ms):
+            yield
+
+
+class PipelinePorts(TypedDict):
+    """The ports every mutation use case is built with (keyword arguments)."""
+
+    store: MemoryStore
+    gate: ConfirmationGate
+    clock: Clock
+    sleep: Sleep
+
+
+class PipelineService:
+    """A use case run by the pipeline over the store, the gate and the clock."""
+
+    def __init__(self, **ports: Unpack[PipelinePorts]) -> None:
+        self._pipeline = MutationPipeline(**ports)
