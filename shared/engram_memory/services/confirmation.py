@@ -20,6 +20,8 @@ from typing import Protocol
 from engram_memory.domain.canonical import is_digest
 from engram_memory.domain.context import MUTATING_TOOLS, Scope, Tool
 from engram_memory.domain.errors import (
+    DigestConflict,
+    GateFailed,
     IllegalTransition,
     InvalidSchema,
     NotFound,
@@ -118,6 +120,41 @@ class Confirmation:
                     "decision": self.decision, "approver": self.approver}
         view.update({k: v for k, v in optional.items() if v is not None})
         return view
+
+
+class Verdict(StrEnum):
+    """What a stored confirmation says about one gated call, at one instant."""
+
+    APPROVED = "approved"  # usable approval of exactly this call
+    OTHER_ARGUMENTS = "other_arguments"  # usable approval of this call, other digest
+    NONE = "none"
+
+
+def verdict_on(found: Confirmation | None, principal: str, tool: str, target: str,
+               operation_digest: str, now_ms: int) -> Verdict:
+    """Whether ``found`` approves this call now (both gate adapters decide with this)."""
+    if found is None:
+        return Verdict.NONE
+    usable = (found.state is ConfirmationState.APPROVED
+              and found.approved_at_ms is not None and found.window_ends_at_ms is not None
+              and found.approved_at_ms <= now_ms <= found.window_ends_at_ms)
+    same_call = (found.tool == tool and found.target == target
+                 and found.principal == principal)
+    if not (usable and same_call):
+        return Verdict.NONE
+    if found.operation_digest != operation_digest:
+        return Verdict.OTHER_ARGUMENTS
+    return Verdict.APPROVED
+
+
+def explain(verdict: Verdict, *, refused_by_commit: bool) -> None:
+    """Raise what a gate says for ``verdict``: after a cancelled commit only DigestConflict
+    names a refusal (else it stays gate_failed); before a state refusal anything but an
+    approval is GateFailed."""
+    if verdict is Verdict.OTHER_ARGUMENTS:
+        raise DigestConflict()
+    if not refused_by_commit and verdict is not Verdict.APPROVED:
+        raise GateFailed()
 
 
 class ConfirmationStore(Protocol):

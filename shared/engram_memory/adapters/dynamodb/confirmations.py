@@ -14,12 +14,15 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from engram_memory.adapters.dynamodb.errors import translate_conditional, translate_read
-from engram_memory.domain.errors import DigestConflict, GateFailed, IllegalTransition
+from engram_memory.domain.errors import IllegalTransition
 from engram_memory.services.confirmation import (
     REF_RE,
     Confirmation,
     ConfirmationState,
     Decision,
+    Verdict,
+    explain,
+    verdict_on,
 )
 
 if TYPE_CHECKING:
@@ -196,8 +199,8 @@ class DynamoConfirmationGate:
         written), so an approved call pays no read of its confirmation. The commit's
         condition stays the single authority; this only names the refusal.
         """
-        if self._verdict(ctx, tool, target, operation_digest, now_ms) == "other_arguments":
-            raise DigestConflict()
+        explain(self._verdict(ctx, tool, target, operation_digest, now_ms),
+                refused_by_commit=True)
 
     def require_approval(self, ctx: InvocationContext, tool: Tool, target: str,
                          operation_digest: str, now_ms: int) -> None:
@@ -207,19 +210,14 @@ class DynamoConfirmationGate:
         consuming element stays the authority for calls that go on to commit. Without a
         client the gate cannot read, so it fails closed (gate_failed).
         """
-        verdict = self._verdict(ctx, tool, target, operation_digest, now_ms)
-        if verdict == "other_arguments":
-            raise DigestConflict()
-        if verdict != "approved":
-            raise GateFailed()
+        explain(self._verdict(ctx, tool, target, operation_digest, now_ms),
+                refused_by_commit=False)
 
     def _verdict(self, ctx: InvocationContext, tool: Tool, target: str,
-                 operation_digest: str, now_ms: int) -> str:
-        """``approved``, ``other_arguments`` (usable approval of this call, other digest)
-        or ``none``."""
+                 operation_digest: str, now_ms: int) -> Verdict:
         ref = ctx.confirmation_ref
         if self._client is None or ref is None or REF_RE.fullmatch(ref) is None:
-            return "none"
+            return Verdict.NONE
         try:
             response = self._client.get_item(
                 TableName=self._table, Key=_typed_key(ctx.scope, ref), ConsistentRead=True,
@@ -227,14 +225,5 @@ class DynamoConfirmationGate:
         except (ClientError, BotoCoreError) as exc:
             raise translate_read(exc) from exc
         item = response.get("Item")
-        if not item:
-            return "none"
-        found = confirmation_from_item(item)
-        usable = (found.state is ConfirmationState.APPROVED
-                  and found.approved_at_ms is not None and found.window_ends_at_ms is not None
-                  and found.approved_at_ms <= now_ms <= found.window_ends_at_ms)
-        same_call = (found.tool == tool.value and found.target == target
-                     and found.principal == ctx.principal)
-        if not (usable and same_call):
-            return "none"
-        return "approved" if found.operation_digest == operation_digest else "other_arguments"
+        found = confirmation_from_item(item) if item else None
+        return verdict_on(found, ctx.principal, tool.value, target, operation_digest, now_ms)
