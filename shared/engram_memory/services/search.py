@@ -13,12 +13,12 @@ and redaction: services/paging.py, budget.py, redaction.py; the rules: docs/sear
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ValidationError
 
+from engram_memory.concurrency import in_background
 from engram_memory.contract.inputs import SearchArgs
 from engram_memory.contract.outputs import SearchValue
 from engram_memory.domain.canonical import DigestKind, digest
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
 
 _BATCH = 100
 _PLACEHOLDER_DIGEST = "sha256:" + "0" * 64
-_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="engram-search")
 Hit = tuple[ScoredRecord, "RecordRow"]
 
 
@@ -194,8 +193,8 @@ class SearchService:
             mark = self._projection.search_stats(scope, []).watermark
             return head, [], self._tail.delta(scope, mark, head)
         # One round trip for all three: the head, the stats with the watermark, the postings.
-        head_future = _POOL.submit(self._records.journal_head, scope)
-        stats_future = _POOL.submit(self._projection.search_stats, scope, terms)
+        head_future = in_background(lambda: self._records.journal_head(scope))
+        stats_future = in_background(lambda: self._projection.search_stats(scope, terms))
         # Each term reads its best postings (highest impact first) within one per-search
         # budget, all terms at once: cost and round trips are bounded (docs/search.md).
         k = self._config.postings_for(len(terms))

@@ -9,9 +9,9 @@ answer. The rules and the bound's value: docs/search.md (read-your-writes).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+from engram_memory.concurrency import in_background
 from engram_memory.domain.errors import ProjectionStale
 from engram_memory.domain.ranking import analyze
 from engram_memory.domain.search_fields import record_document
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 DEFAULT_TAIL_BOUND = 200
 """Journal events a search merges at most before it answers PROJECTION_STALE."""
 
-_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="engram-tail")
 
 
 class JournalTail:
@@ -59,7 +58,7 @@ class JournalTail:
         ids = list(dict.fromkeys(c.record_id for c in changes if c.record_id))
         if not ids:
             return TailDelta()
-        rows_future = _POOL.submit(self._records.get_records, scope, ids)
+        rows_future = in_background(lambda: self._records.get_records(scope, ids))
         documents = self._projection.documents(scope, ids)
         rows = rows_future.result()
         return self._classify(scope, ids, rows, documents)

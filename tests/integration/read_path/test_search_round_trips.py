@@ -8,11 +8,12 @@ terms run concurrently, so a 64-term query waits on as many round trips as a 3-t
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from engram_memory import bootstrap
 from engram_memory.domain.tokenizer import MAX_QUERY_TERMS, query_terms
 
-from bench.aws_calls import RoundTripRecorder, sequential_round_trips
+from bench.aws_calls import AwsCallCounter, RoundTripRecorder, sequential_round_trips
 from tests.integration.read_path.conftest import ReadPath, ids
 
 WORDS = [f"zq{i:03d}" for i in range(80)]
@@ -54,3 +55,31 @@ def test_a_64_term_query_waits_on_no_more_round_trips_than_a_3_term_one(
     assert Counter(name for name, _, _ in long_calls)["Query"] == len(query_terms(long_query))
     assert sequential_round_trips(long_calls) <= 4
     assert sequential_round_trips(long_calls) == sequential_round_trips(short_calls)
+
+
+def test_every_aws_call_of_a_search_is_counted_as_the_searchs_own(read_path: ReadPath) -> None:
+    # The bench's counter attributes a call to a measured block through the caller's
+    # context: a call run on a pool that does not carry the context goes uncounted.
+    first = read_path.admit(" ".join(WORDS[:20]))
+    read_path.project()
+    second = read_path.admit(" ".join(WORDS[10:30]))  # in the journal tail: not projected
+    client = bootstrap.dynamodb_client()
+    seen: Counter[str] = Counter()  # every call, whichever thread made it
+
+    def see(model: Any, **_: Any) -> None:
+        seen[f"dynamodb.{model.name}"] += 1
+
+    client.meta.events.register("before-call.*.*", see, unique_id="every-call")
+    counter = AwsCallCounter().attach([client])
+    try:
+        with counter.measure() as block:
+            found = ids(read_path.search(" ".join(WORDS[12:18]), limit=5))
+    finally:
+        counter.detach()
+        client.meta.events.unregister("before-call.*.*", unique_id="every-call")
+    assert set(found) == {first, second}
+    # Background reads of all three kinds happened: head, postings (one per term), tail rows.
+    assert block.calls["dynamodb.GetItem"] >= 1
+    assert block.calls["dynamodb.Query"] >= len(query_terms(" ".join(WORDS[12:18])))
+    assert block.calls["dynamodb.BatchGetItem"] >= 2
+    assert block.calls == seen

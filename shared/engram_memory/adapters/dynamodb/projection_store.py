@@ -19,15 +19,15 @@ replayed stream record can never count a document twice.
 
 from __future__ import annotations
 
-import contextvars
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from engram_memory.adapters.dynamodb.posting_writer import PostingChange, PostingWriter, df_key
+from engram_memory.concurrency import in_background
 from engram_memory.domain.errors import EngramError, RateLimited, StoreUnavailable
 from engram_memory.domain.impact import posting_codes, record_of, sort_key
 from engram_memory.domain.ranking import (
@@ -58,7 +58,6 @@ POSTINGS_READERS = MAX_QUERY_TERMS
 a time, so every term of a query (at most MAX_QUERY_TERMS) is read in one round trip; in
 the one-process local service the pool also caps what all searches together have in
 flight, so one search cannot crowd out other workspaces' calls (docs/search.md)."""
-_READERS = ThreadPoolExecutor(max_workers=POSTINGS_READERS, thread_name_prefix="engram-postings")
 
 
 def space(scope: Scope) -> str:
@@ -230,12 +229,13 @@ class DynamoProjectionStore:
                            limit: int) -> dict[str, list[Posting]]:
         """:meth:`postings` of every term, the Queries run concurrently (one round trip).
 
-        Each read runs in a copy of the caller's context (Powertools' logger keys, a
-        bench's call attribution follow it into the pool).
+        Each read runs through ``in_background`` on the pool of width POSTINGS_READERS: in
+        the caller's context, with its trace entity (Powertools' logger keys, the X-Ray
+        trace, a bench's call attribution follow it into the pool).
         """
         futures = {
-            term: _READERS.submit(contextvars.copy_context().run, self.postings, scope, term,
-                                  limit)
+            term: in_background(partial(self.postings, scope, term, limit),
+                                width=POSTINGS_READERS)
             for term in dict.fromkeys(terms)
         }
         return {term: future.result() for term, future in futures.items()}
