@@ -137,7 +137,7 @@ class AccessGrants:
             iam.PolicyStatement(actions=["states:StartExecution"], resources=[machine]),
             # The task token is the capability (only CONF# items hold it, and only this
             # gate's). Resource "*": AWS does not settle whether these actions take the
-            # state machine's ARN (docs/deploy.md, "Two grants AWS does not settle").
+            # state machine's ARN (docs/deploy.md, "Grants AWS does not settle").
             iam.PolicyStatement(actions=list(TASK_TOKEN_ACTIONS), resources=["*"]),
             self._main("host_api", ("dynamodb:GetItem", "dynamodb:UpdateItem")),
             self._keys.storage_statement(write=True),

@@ -25,9 +25,8 @@ TITAN_MODEL_ID: Final = "amazon.titan-embed-text-v2:0"
 # The service principal that builds and maintains the index in the background
 # (AWS S3 Vectors user guide, "Data protection and encryption").
 INDEXING_PRINCIPAL: Final = "indexing.s3vectors.amazonaws.com"
-# S3 Vectors puts these keys in the encryption context of every call it makes to KMS.
-CONTEXT_ARN_KEY: Final = "aws:s3vectors:arn"
-CONTEXT_KEYS: Final = (CONTEXT_ARN_KEY, "aws:s3vectors:resource-id")
+# The encryption-context keys of S3 Vectors' calls to KMS (the key policy AWS documents).
+CONTEXT_KEYS: Final = ("aws:s3vectors:arn", "aws:s3vectors:resource-id")
 
 
 class VectorStore(Construct):
@@ -83,17 +82,18 @@ class VectorStore(Construct):
         return iam.PolicyStatement(actions=list(actions), resources=[self.index_arn])
 
     def key_statement(self, *, write: bool) -> iam.PolicyStatement:
-        """The caller's use of the key, only for S3 Vectors calls on this bucket.
+        """The caller's use of the key, only with S3 Vectors' encryption context.
 
         S3 Vectors uses the key on the caller's behalf (a query decrypts, a put also
-        generates data keys); the encryption-context condition keeps the grant to calls
-        that name this bucket or its index.
+        generates data keys). The condition is the one AWS documents for S3 Vectors' own
+        key use (its context keys), not a guessed ``kms:ViaService`` value or context
+        value (docs/deploy.md, "Grants AWS does not settle").
         """
         actions = ["kms:Decrypt"] + (["kms:GenerateDataKey"] if write else [])
         return iam.PolicyStatement(
             actions=actions, resources=[self.key.key_arn],
-            conditions={"StringLike": {
-                f"kms:EncryptionContext:{CONTEXT_ARN_KEY}": self._own_arns()}})
+            conditions={"ForAnyValue:StringEquals": {
+                "kms:EncryptionContextKeys": list(CONTEXT_KEYS)}})
 
 
 def titan_statement(scope: Construct) -> iam.PolicyStatement:

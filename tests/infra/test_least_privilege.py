@@ -134,7 +134,7 @@ def test_the_storage_key_is_usable_only_through_dynamodb(synthesized: Synthesize
     for statements in statements_by_function(synthesized.template).values():
         for s in statements:
             if refers_to(s["Resource"], storage_key):
-                if "StringLike" in s["Condition"]:  # S3 Vectors (tests/infra/test_vectors.py)
+                if "ForAnyValue:StringEquals" in s["Condition"]:  # S3 Vectors: test_vectors.py
                     continue
                 seen += 1
                 via = s["Condition"]["StringEquals"]["kms:ViaService"]

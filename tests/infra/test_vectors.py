@@ -79,18 +79,19 @@ def test_the_key_lets_s3_vectors_index_this_bucket_and_nothing_more(
         "kms:EncryptionContextKeys": ["aws:s3vectors:arn", "aws:s3vectors:resource-id"]}
 
 
-def test_only_the_vector_functions_use_the_key_for_vectors_and_only_on_this_bucket(
+def test_only_the_vector_functions_use_the_key_outside_dynamodb_and_only_for_s3_vectors(
     synthesized: Synthesized,
 ) -> None:
     storage_key = _storage_key(synthesized)
     granted: dict[str, set[str]] = {}
     for name, statements in statements_by_function(synthesized.template).items():
         for statement in statements:
-            if refers_to(statement["Resource"], storage_key) and "StringLike" in statement.get(
-                    "Condition", {}):
-                [(context_key, arns)] = statement["Condition"]["StringLike"].items()
-                assert context_key == "kms:EncryptionContext:aws:s3vectors:arn"
-                assert "bucket/engram-example-tenant-vectors" in json.dumps(arns)
+            condition = statement.get("Condition", {})
+            if refers_to(statement["Resource"], storage_key) and (
+                    "kms:ViaService" not in condition.get("StringEquals", {})):
+                assert condition == {"ForAnyValue:StringEquals": {
+                    "kms:EncryptionContextKeys": ["aws:s3vectors:arn",
+                                                  "aws:s3vectors:resource-id"]}}
                 granted.setdefault(name, set()).update(actions(statement))
     assert granted == {"projector": {"kms:Decrypt", "kms:GenerateDataKey"},
                        "search": {"kms:Decrypt"}}
