@@ -54,7 +54,7 @@ def build_confirmation_service(settings: Settings, clients: GateClients) -> Conf
         store=DynamoConfirmationStore(clients.dynamodb, settings.table_name),
         workflow=StepFunctionsConfirmationWorkflow(clients.stepfunctions,
                                                    settings.state_machine_arn),
-        clock=SystemClock().now_ms,
+        clock=SystemClock(),
         new_ref=new_elicitation_ref,
         sleep=time.sleep,
         window_seconds=window_seconds(settings),

@@ -16,8 +16,8 @@ def gate() -> Any:
     A gated tool's commit consumes the human approval named by the host context, or fails
     with gate_failed.
     """
-    return bootstrap.port("gate", DynamoConfirmationGate(bootstrap.settings().table_name,
-                                                         bootstrap.dynamodb_client()))
+    return bootstrap.port("gate", DynamoConfirmationGate(bootstrap.dynamodb_client(),
+                                                         bootstrap.settings().table_name))
 
 
 def policy() -> Any:

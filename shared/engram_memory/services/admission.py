@@ -42,7 +42,7 @@ from engram_memory.domain.journal import Actor
 from engram_memory.domain.lifecycle import State
 from engram_memory.domain.principals import ADJUDICATION_PRINCIPAL
 from engram_memory.services.admission_plan import (
-    Outcome,
+    DecidedAdmission,
     ReceiptFactory,
     plan_admission,
 )
@@ -58,9 +58,9 @@ from engram_memory.services.ports import (
     AdmissionPolicy,
     AdmissionRequest,
     CandidateEntry,
-    Decision,
     EvidenceVerifier,
     KeyVault,
+    PolicyDecision,
     ReadRequest,
     ReadResult,
     Sealer,
@@ -144,51 +144,51 @@ class AdmissionService(PipelineService):
                                 evidence=evidence), found
 
     def _evaluate(self, scope: Scope, candidate: CandidateEntry, first: ReadResult,
-                  now_ms: int) -> Outcome:
+                  now_ms: int) -> DecidedAdmission:
         running = self._policy.descriptor()
         check_not_stale(running, candidate.policy_version)
         request, found = self._open(scope, candidate, first)
         decision = self._policy.decide(request)
         receipt_of = ReceiptFactory(candidate, running.policy_id, running.version)
-        if decision is Decision.ACCEPT:
+        if decision is PolicyDecision.ACCEPT:
             return self._acceptance(candidate, request, found, now_ms, receipt_of, guard=True)
-        status = "rejected" if decision is Decision.REJECT else "pending_adjudication"
-        return Outcome(status=status, receipt=receipt_of(status, None, None))
+        status = "rejected" if decision is PolicyDecision.REJECT else "pending_adjudication"
+        return DecidedAdmission(status=status, receipt=receipt_of(status, None, None))
 
     def _adjudicated(self, scope: Scope, candidate: CandidateEntry, decision: str,
-                     first: ReadResult, now_ms: int) -> Outcome:
+                     first: ReadResult, now_ms: int) -> DecidedAdmission:
         receipt_of = ReceiptFactory(candidate, ADJUDICATION_POLICY_ID,
                                       candidate.policy_version)
         if decision == "reject":
-            return Outcome(status="rejected", receipt=receipt_of("rejected", None, None))
+            return DecidedAdmission(status="rejected", receipt=receipt_of("rejected", None, None))
         request, found = self._open(scope, candidate, first)
         return self._acceptance(candidate, request, found, now_ms, receipt_of, guard=False)
 
     def _acceptance(self, candidate: CandidateEntry, request: AdmissionRequest,
                     found: ReadResult, now_ms: int, receipt_of: ReceiptFactory, *,
-                    guard: bool) -> Outcome:
+                    guard: bool) -> DecidedAdmission:
         verdict = self._verifier.verify(request)
         trust = verdict.trust_class
+        held = DecidedAdmission("pending_adjudication",
+                                receipt_of("pending_adjudication", trust, None))
         if guard and found.tombstone:
-            return Outcome("pending_adjudication", receipt_of("pending_adjudication", trust,
-                                                               None))
+            return held
         record_id = record_id_for(candidate.record_digest)
         existing = found.record
         if existing is not None:
             if existing.state == State.TOMBSTONED.value:
                 if guard:  # guard item missing but the record is gone: still hold it
-                    return Outcome("pending_adjudication",
-                                    receipt_of("pending_adjudication", trust, None))
+                    return held
                 raise AlreadyTerminal
             if existing.state != State.ACCEPTED_CURRENT.value:
                 # Expired, historical, ...: the record is not current, so this is no
                 # duplicate, and the same record id cannot be accepted again.
                 if not guard:
                     raise IllegalTransition
-                return Outcome("pending_adjudication",
-                                receipt_of("pending_adjudication", trust, None))
-            return Outcome("duplicate_exact", receipt_of("duplicate_exact", trust, record_id),
-                            record_id=record_id)
+                return held
+            return DecidedAdmission("duplicate_exact",
+                                    receipt_of("duplicate_exact", trust, record_id),
+                                    record_id=record_id)
         record = records.build_record(candidate.record_digest, request.payload,
                                       trust_class=trust, recorded_at_ms=now_ms)
         receipt = receipt_of("accepted", trust, record_id)
@@ -198,8 +198,9 @@ class AdmissionService(PipelineService):
             "evidence_digest": request.evidence["evidence_digest"],
             "decision_receipt_digest": receipts.decision_receipt_digest(receipt),
         }
-        return Outcome("accepted", receipt, record=record, record_id=record_id,
-                        payload=request.payload, trust_binding=binding)
+        return DecidedAdmission("accepted", receipt, record=record, record_id=record_id,
+                                payload=request.payload, trust_binding=binding)
+
 
 def _pending(candidate: CandidateEntry | None) -> CandidateEntry:
     """The candidate, if it is pending (else NOT_FOUND, as for an unknown id)."""

@@ -25,7 +25,7 @@ from engram_memory.services.ports import (
 
 
 @dataclass(frozen=True, slots=True)
-class Outcome:
+class DecidedAdmission:
     """A decided admission: status, decision receipt, and the record when accepted."""
 
     status: str
@@ -66,7 +66,7 @@ class ReceiptFactory:
         )
 
 
-def plan_admission(call: MutationCall, candidate: CandidateEntry, outcome: Outcome,
+def plan_admission(call: MutationCall, candidate: CandidateEntry, outcome: DecidedAdmission,
                    now_ms: int, head: JournalHead) -> Built:
     """The one commit of a decided admission on ``head``, and the tool value it returns."""
     to_state = transition(State.PENDING, ADMISSION_OPERATIONS[outcome.status])

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from engram_memory.domain.canonical import is_digest
 from engram_memory.domain.context import MUTATING_TOOLS, Scope, Tool
@@ -27,6 +27,9 @@ from engram_memory.domain.errors import (
     NotFound,
     StoreUnavailable,
 )
+
+if TYPE_CHECKING:
+    from engram_memory.services.ports import Clock
 
 MAX_TTL_SECONDS = 300
 DEFAULT_WINDOW_SECONDS = 30
@@ -188,10 +191,6 @@ class ConfirmationWorkflow(Protocol):
         ...
 
 
-Clock = Callable[[], int]
-"""Epoch milliseconds (the service's view of time; tests control it)."""
-
-
 class ConfirmationService:
     """Request → elicitationRef; decide approve/reject; read state."""
 
@@ -227,7 +226,7 @@ class ConfirmationService:
         request = ConfirmationRequest(
             scope=scope, elicitation_ref=ref, tool=tool, target=target,
             operation_digest=operation_digest, principal=principal, requested_by=requested_by,
-            created_at_ms=self._clock(), ttl_seconds=ttl_seconds,
+            created_at_ms=self._clock.now_ms(), ttl_seconds=ttl_seconds,
             window_seconds=self._window_seconds,
         )
         self._workflow.start(request)
@@ -258,7 +257,7 @@ class ConfirmationService:
             if current.decision is None:
                 raise IllegalTransition()
             return current  # this very decision already settled the workflow
-        now = self._clock()
+        now = self._clock.now_ms()
         if now >= current.expires_at_ms:
             raise IllegalTransition()
         if current.task_token is None:

@@ -14,12 +14,12 @@ from engram_memory.domain.errors import PolicyStale, PolicyUnavailable
 from engram_memory.domain.records import DEFAULT_TRUST_CLASS
 from engram_memory.services.ports import (
     AdmissionRequest,
-    Decision,
+    PolicyDecision,
     PolicyDescriptor,
     TrustVerdict,
 )
 
-_MODES = {"accept": Decision.ACCEPT, "reject": Decision.REJECT, "adjudicate": Decision.ADJUDICATE}
+_MODES = {mode.value: mode for mode in PolicyDecision}  # accept | reject | adjudicate
 
 
 def version_key(version: str) -> tuple[int, ...]:
@@ -50,7 +50,7 @@ class SettingsAdmissionPolicy:
             raise PolicyUnavailable
         return self._descriptor
 
-    def decide(self, request: AdmissionRequest) -> Decision:
+    def decide(self, request: AdmissionRequest) -> PolicyDecision:
         """accept | reject | adjudicate, per configuration."""
         decision = _MODES.get(self._mode)
         if decision is None:

@@ -71,7 +71,7 @@ class PolicyDescriptor:
     version: str
 
 
-class Decision(StrEnum):
+class PolicyDecision(StrEnum):
     """What an admission policy may decide."""
 
     ACCEPT = "accept"
@@ -96,7 +96,7 @@ class AdmissionPolicy(Protocol):
         """The policy id and version this function currently runs."""
         ...
 
-    def decide(self, request: AdmissionRequest) -> Decision:
+    def decide(self, request: AdmissionRequest) -> PolicyDecision:
         """Accept, reject or ask a human to adjudicate."""
         ...
 

@@ -185,10 +185,9 @@ def consumption_element(table_name: str, consumption: GateConsumption) -> dict[s
 class DynamoConfirmationGate:
     """The ConfirmationGate port: reads a confirmation to explain a refusal."""
 
-    def __init__(self, table_name: str, client: Any | None = None) -> None:
-        self._table = table_name
-        # With a client the gate can tell a digest mismatch apart (see explain_refusal).
+    def __init__(self, client: Any, table_name: str) -> None:
         self._client = client
+        self._table = table_name
 
     def explain_refusal(self, ctx: InvocationContext, tool: Tool, target: str,
                         operation_digest: str, now_ms: int) -> None:
@@ -207,8 +206,8 @@ class DynamoConfirmationGate:
         """Return only for a usable approval of exactly this call (a consistent read).
 
         Asked before a refusal that would reveal the target's state; the commit's
-        consuming element stays the authority for calls that go on to commit. Without a
-        client the gate cannot read, so it fails closed (gate_failed).
+        consuming element stays the authority for calls that go on to commit. A failed
+        read is STORE_UNAVAILABLE or RATE_LIMITED.
         """
         explain(self._verdict(ctx, tool, target, operation_digest, now_ms),
                 refused_by_commit=False)
@@ -216,7 +215,7 @@ class DynamoConfirmationGate:
     def _verdict(self, ctx: InvocationContext, tool: Tool, target: str,
                  operation_digest: str, now_ms: int) -> Verdict:
         ref = ctx.confirmation_ref
-        if self._client is None or ref is None or REF_RE.fullmatch(ref) is None:
+        if ref is None or REF_RE.fullmatch(ref) is None:
             return Verdict.NONE
         try:
             response = self._client.get_item(
