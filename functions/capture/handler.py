@@ -2,17 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from engram_memory.composition import capture
-from engram_memory.domain.context import Tool
-from engram_memory.runtime import logger, metrics, run_tool, tracer
+from engram_memory.contract import registry
+from engram_memory.runtime import ToolBinding, tool_handler
 
-
-# clear_state: local mode runs every handler on one shared logger; no stale keys.
-@logger.inject_lambda_context(log_event=False, clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
-@metrics.log_metrics
-def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """Run engram_memory_capture for one internal ToolInvocation event."""
-    return run_tool(Tool.CAPTURE, event, lambda: capture.service().execute)
+lambda_handler = tool_handler(ToolBinding(registry.CAPTURE, capture.service))

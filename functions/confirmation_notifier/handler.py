@@ -10,7 +10,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from engram_memory.composition import gate
+from engram_memory.composition import notifier
 from engram_memory.tracing import tracer_for
 
 logger = Logger(service="engram-confirmation-notifier")
@@ -21,4 +21,4 @@ tracer = tracer_for("engram-confirmation-notifier")
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Partial batch response for one SQS batch."""
-    return gate.notifier().handle(event, context)
+    return notifier.service().handle(event, context)

@@ -13,7 +13,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from engram_memory import bootstrap
-from engram_memory.composition import gate
+from engram_memory.composition import host_api
 from engram_memory.mcp.http_guard import event_refusal, security_for_event
 from engram_memory.tracing import tracer_for
 
@@ -26,8 +26,8 @@ tracer = tracer_for("engram-host-api")
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """One HTTP API v2 event → one v2 response (Host/Origin checked first)."""
-    gate.DEADLINE.bind(context.get_remaining_time_in_millis)
+    host_api.DEADLINE.bind(context.get_remaining_time_in_millis)
     settings = bootstrap.settings()
     refusal = event_refusal(event, security_for_event(
         event, settings.allowed_hosts, settings.allowed_origins))
-    return refusal if refusal is not None else gate.host_api().handle(event)
+    return refusal if refusal is not None else host_api.service().handle(event)

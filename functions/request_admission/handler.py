@@ -15,7 +15,7 @@ from typing import Any
 
 from engram_memory import bootstrap
 from engram_memory.composition import admission
-from engram_memory.domain.context import Tool
+from engram_memory.contract import registry
 from engram_memory.domain.errors import Unauthorized
 from engram_memory.mcp.host_context import (
     UntrustedContext,
@@ -24,14 +24,15 @@ from engram_memory.mcp.host_context import (
 )
 from engram_memory.runtime import (
     Adjudicator,
+    ToolBinding,
     deployment_serves,
     is_adjudication,
-    logger,
-    metrics,
+    lambda_entry,
     run_adjudication,
     run_tool,
-    tracer,
 )
+
+BINDING = ToolBinding(registry.REQUEST_ADMISSION, admission.service)
 
 
 def _adjudicator() -> Adjudicator:
@@ -47,12 +48,9 @@ def _maintainer_tenant(token: str) -> str:
         raise Unauthorized from None
 
 
-# clear_state: local mode runs every handler on one shared logger; no stale keys.
-@logger.inject_lambda_context(log_event=False, clear_state=True)
-@tracer.capture_lambda_handler(capture_response=False, capture_error=False)
-@metrics.log_metrics
+@lambda_entry
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Run engram_memory_request_admission, or the host's adjudication, for one event."""
     if is_adjudication(event):
         return run_adjudication(event, _adjudicator, deployment_serves, _maintainer_tenant)
-    return run_tool(Tool.REQUEST_ADMISSION, event, lambda: admission.service().execute)
+    return run_tool(BINDING, event)

@@ -1,5 +1,10 @@
 """The tool-handler runner every tool Lambda uses: internal event in, envelope out.
 
+``tool_handler(binding)`` is a tool Lambda's whole ``lambda_handler``: the one decorator
+stack (``lambda_entry``) around ``run_tool``. A ``ToolBinding`` joins a tool's models
+(``contract/registry``) to its service, typed: the service's ``execute`` receives exactly
+that tool's argument model, so no service recovers its argument type.
+
 ``run_tool`` parses the internal event (``ToolInvocation``), checks that the event names
 this Lambda's tool and that the host granted it, enforces the host deadline, validates
 the arguments against the closed schema, calls the service and wraps its value in the
@@ -22,7 +27,8 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -34,7 +40,8 @@ from engram_memory.contract.invocation import (
     AdjudicationInvocation,
     ToolInvocation,
 )
-from engram_memory.contract.validation import validate_arguments
+from engram_memory.contract.registry import ToolModels
+from engram_memory.contract.validation import validate_as
 from engram_memory.domain.context import MUTATING_TOOLS, InvocationContext, Scope, Tool
 from engram_memory.domain.errors import (
     DeadlineExceeded,
@@ -58,8 +65,30 @@ metrics = Metrics(service=SERVICE_NAME, namespace=METRICS_NAMESPACE)
 for _noisy in ("botocore", "boto3", "urllib3", "s3transfer"):
     logging.getLogger(_noisy).setLevel(logging.WARNING)
 
-ToolService = Callable[[InvocationContext, BaseModel], Mapping[str, Any]]
-"""A use case: (verified context, validated argument model) → the tool's ``value``."""
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+ArgsT_contra = TypeVar("ArgsT_contra", bound=BaseModel, contravariant=True)
+
+
+class ToolService(Protocol[ArgsT_contra]):
+    """A tool's use case: (verified context, validated arguments) → the tool's ``value``."""
+
+    def execute(self, ctx: InvocationContext, args: ArgsT_contra, /) -> Mapping[str, Any]:
+        """Run the use case; raise an ``EngramError`` for a contract failure."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBinding(Generic[ArgsT]):
+    """One row of the tool table: the tool's models and its (per-container) service."""
+
+    models: ToolModels[ArgsT]
+    service: Callable[[], ToolService[ArgsT]]
+
+    @property
+    def tool(self) -> Tool:
+        """The tool this binding serves."""
+        return self.models.tool
+
 
 Adjudicator = Callable[[Scope, str, str, str], Mapping[str, Any]]
 """Host adjudication: (scope, candidate_id, "accept"|"reject", approver) → the value."""
@@ -121,37 +150,37 @@ def _authorize(tool: Tool, invocation: ToolInvocation, ctx: InvocationContext,
         raise DeadlineExceeded
 
 
-def _execute(tool: Tool, event: object, resolve: Callable[[], ToolService],
-             now_ms: Callable[[], int], serves: ScopeCheck) -> dict[str, Any]:
+def _execute(binding: ToolBinding[ArgsT], event: object, now_ms: Callable[[], int],
+             serves: ScopeCheck) -> dict[str, Any]:
+    tool = binding.tool
     invocation, ctx = _parse(event)
     logger.append_keys(tool=tool.value, audit_id=ctx.audit_id, token_id=ctx.token_id)
     _authorize(tool, invocation, ctx, now_ms())
-    model = validate_arguments(tool, invocation.arguments)
+    arguments = validate_as(binding.models.arguments, invocation.arguments)
     # After the pure checks (they need no configuration), before any service or store:
     # an event for a scope this deployment does not serve is refused, never looked up.
     if not serves(ctx.scope):
         raise Unauthorized
-    service = resolve()
-    value = service(ctx, model)
+    value = binding.service().execute(ctx, arguments)
     return success(dict(value), ctx.audit_id)
 
 
 def run_tool(
-    tool: Tool,
+    binding: ToolBinding[ArgsT],
     event: object,
-    resolve: Callable[[], ToolService],
     *,
     now_ms: Callable[[], int] = wall_clock_ms,
     serves: ScopeCheck = deployment_serves,
 ) -> dict[str, Any]:
     """Run one tool invocation and return the envelope dict (never raises).
 
-    ``resolve`` returns the service callable; it is called inside the error boundary so a
-    wiring failure (missing configuration, unreachable client) is still an envelope.
+    The binding's service is built inside the error boundary, so a wiring failure
+    (missing configuration, unreachable client) is still an envelope.
     """
+    tool = binding.tool
     audit_id = _audit_id_of(event)
     try:
-        envelope = _execute(tool, event, resolve, now_ms, serves)
+        envelope = _execute(binding, event, now_ms, serves)
         metrics.add_metric(name=f"{tool.value}.ok", unit=MetricUnit.Count, value=1)
         return envelope
     except EngramError as exc:
@@ -221,3 +250,29 @@ def _adjudication_audit_id(event: object) -> str:
         if isinstance(audit_id, str) and 0 < len(audit_id) <= 256:
             return audit_id
     return _UNKNOWN_AUDIT_ID
+
+
+LambdaHandler = Callable[[dict[str, Any], Any], dict[str, Any]]
+
+
+def lambda_entry(handler: LambdaHandler) -> LambdaHandler:
+    """The one decorator stack of the tool Lambdas (and request_admission's two events).
+
+    ``clear_state``: local mode runs every handler on one shared logger, so no stale keys.
+    Neither the response (memory content) nor an exception's text (it may quote content)
+    ever goes into a trace.
+    """
+    traced = tracer.capture_lambda_handler(capture_response=False, capture_error=False)
+    entry: LambdaHandler = logger.inject_lambda_context(log_event=False, clear_state=True)(
+        traced(metrics.log_metrics(handler)))
+    return entry
+
+
+def tool_handler(binding: ToolBinding[ArgsT]) -> LambdaHandler:
+    """A tool Lambda's ``lambda_handler``: its internal event in, the envelope out."""
+
+    def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        return run_tool(binding, event)
+
+    lambda_handler.__doc__ = f"Run {binding.tool.mcp_name} for one internal ToolInvocation."
+    return lambda_entry(lambda_handler)

@@ -17,26 +17,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from engram_memory.contract.envelope import REDACTION_CLASS, SCHEMA_VERSION
-from engram_memory.contract.outputs import (
-    AdmissionValue,
-    CaptureValue,
-    ForgetValue,
-    GetValue,
-    SearchValue,
-    WithdrawValue,
-)
-from engram_memory.contract.validation import INPUT_MODELS
+from engram_memory.contract.registry import TOOL_MODELS
 from engram_memory.domain.context import Tool
 from engram_memory.domain.errors import ALL_ERRORS
-
-OUTPUT_MODELS: dict[Tool, type[BaseModel]] = {
-    Tool.SEARCH: SearchValue,
-    Tool.GET: GetValue,
-    Tool.CAPTURE: CaptureValue,
-    Tool.REQUEST_ADMISSION: AdmissionValue,
-    Tool.WITHDRAW: WithdrawValue,
-    Tool.FORGET: ForgetValue,
-}
 
 _SCHEMA_MAPS = frozenset({"properties", "$defs", "patternProperties"})
 _SCHEMA_LISTS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
@@ -77,7 +60,7 @@ def _model_schema(model: type[BaseModel], mode: str) -> dict[str, Any]:
 
 @cache
 def _input_schema(tool: Tool) -> dict[str, Any]:
-    return _model_schema(INPUT_MODELS[tool], "validation")
+    return _model_schema(TOOL_MODELS[tool].arguments, "validation")
 
 
 def input_schema(tool: Tool) -> dict[str, Any]:
@@ -127,7 +110,7 @@ def _success_envelope(value_schema: dict[str, Any]) -> dict[str, Any]:
 
 @cache
 def _output_schema(tool: Tool) -> dict[str, Any]:
-    value = _model_schema(OUTPUT_MODELS[tool], "serialization")
+    value = _model_schema(TOOL_MODELS[tool].value, "serialization")
     return {"type": "object", "oneOf": [_success_envelope(value), _failure_envelope()]}
 
 
@@ -138,4 +121,4 @@ def output_schema(tool: Tool) -> dict[str, Any]:
 
 def value_schema(tool: Tool) -> dict[str, Any]:
     """The schema of ``tool``'s success ``value`` alone (for tests and docs)."""
-    return _model_schema(OUTPUT_MODELS[tool], "serialization")
+    return _model_schema(TOOL_MODELS[tool].value, "serialization")

@@ -11,18 +11,11 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Literal, overload
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from engram_memory.contract.inputs import (
-    CaptureArgs,
-    ForgetArgs,
-    GetArgs,
-    RequestAdmissionArgs,
-    SearchArgs,
-    WithdrawArgs,
-)
+from engram_memory.contract.registry import TOOL_MODELS, ArgsT
 from engram_memory.contract.types import DIGEST_ERROR_TYPE
 from engram_memory.domain.context import Tool
 from engram_memory.domain.errors import InvalidDigest, InvalidSchema
@@ -31,14 +24,6 @@ MAX_ARGUMENT_BYTES = 1_048_576
 # Deeper than any valid argument object (capture nests 5 levels); bounds the walk.
 MAX_DEPTH = 16
 
-INPUT_MODELS: dict[Tool, type[BaseModel]] = {
-    Tool.SEARCH: SearchArgs,
-    Tool.GET: GetArgs,
-    Tool.CAPTURE: CaptureArgs,
-    Tool.REQUEST_ADMISSION: RequestAdmissionArgs,
-    Tool.WITHDRAW: WithdrawArgs,
-    Tool.FORGET: ForgetArgs,
-}
 
 
 def _has_lone_surrogate(text: str) -> bool:
@@ -90,28 +75,15 @@ def _only_digest_errors(exc: ValidationError) -> bool:
     return bool(errors) and all(err["type"] == DIGEST_ERROR_TYPE for err in errors)
 
 
-@overload
-def validate_arguments(tool: Literal[Tool.SEARCH], raw: object) -> SearchArgs: ...
-@overload
-def validate_arguments(tool: Literal[Tool.GET], raw: object) -> GetArgs: ...
-@overload
-def validate_arguments(tool: Literal[Tool.CAPTURE], raw: object) -> CaptureArgs: ...
-@overload
-def validate_arguments(
-    tool: Literal[Tool.REQUEST_ADMISSION], raw: object
-) -> RequestAdmissionArgs: ...
-@overload
-def validate_arguments(tool: Literal[Tool.WITHDRAW], raw: object) -> WithdrawArgs: ...
-@overload
-def validate_arguments(tool: Literal[Tool.FORGET], raw: object) -> ForgetArgs: ...
-@overload
-def validate_arguments(tool: Tool, raw: object) -> BaseModel: ...
-
-
 def validate_arguments(tool: Tool, raw: object) -> BaseModel:
     """Validate ``raw`` against ``tool``'s closed input model (InvalidSchema/InvalidDigest)."""
+    model: type[BaseModel] = TOOL_MODELS[tool].arguments
+    return validate_as(model, raw)
+
+
+def validate_as(model: type[ArgsT], raw: object) -> ArgsT:
+    """Validate ``raw`` against the closed ``model`` (InvalidSchema/InvalidDigest)."""
     arguments = precheck(raw)
-    model = INPUT_MODELS[tool]
     try:
         return model.model_validate(arguments)
     except ValidationError as exc:

@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from engram_memory.adapters.stepfunctions.clients import gate_clients, sqs_client
-from engram_memory.composition.gate import build_notifier
+from engram_memory.composition.notifier import build_notifier
 
 if TYPE_CHECKING:
     from engram_memory.gate.notifier import ConfirmationNotifier

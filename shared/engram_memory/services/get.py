@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from engram_memory.contract.inputs import GetArgs
 from engram_memory.contract.outputs import GetValue
 from engram_memory.contract.validation import canonical_arguments
 from engram_memory.domain.canonical import DigestKind, digest
 from engram_memory.domain.context import Tool
-from engram_memory.domain.errors import InvalidSchema, NotFound, StoreUnavailable, Unauthorized
+from engram_memory.domain.errors import NotFound, StoreUnavailable, Unauthorized
 from engram_memory.domain.instant import format_instant
 from engram_memory.domain.intent import operation_digest
 from engram_memory.domain.receipts import authorization_receipt, authorization_receipt_digest
@@ -70,10 +70,8 @@ class GetService:
         self._redactor = redactor
         self._purpose_scope = purpose_scope
 
-    def __call__(self, ctx: InvocationContext, args: BaseModel) -> dict[str, Any]:
+    def execute(self, ctx: InvocationContext, args: GetArgs) -> dict[str, Any]:
         """Return the record packet or raise NotFound."""
-        if not isinstance(args, GetArgs):
-            raise InvalidSchema
         if args.purpose_ref != ctx.purpose_ref:
             raise Unauthorized
         system_as_of = self._records.journal_head(ctx.scope)

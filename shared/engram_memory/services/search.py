@@ -16,14 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from engram_memory.concurrency import in_background
 from engram_memory.contract.inputs import SearchArgs
 from engram_memory.contract.outputs import SearchValue
 from engram_memory.domain.canonical import DigestKind, digest
 from engram_memory.domain.errors import (
-    InvalidSchema,
     RankingUnavailable,
     StalePage,
     StoreUnavailable,
@@ -122,10 +121,8 @@ class SearchService:
         self._config = config
         self._channels = ChannelPlanner(config, channels or ChannelSettings())
 
-    def __call__(self, ctx: InvocationContext, args: BaseModel) -> dict[str, Any]:
+    def execute(self, ctx: InvocationContext, args: SearchArgs) -> dict[str, Any]:
         """Run one search page."""
-        if not isinstance(args, SearchArgs):
-            raise InvalidSchema
         use_semantic = self._check_policy(ctx, args)
         req_digest = request_digest(args)
         state = self._continuation(ctx, args, req_digest)

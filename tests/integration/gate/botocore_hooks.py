@@ -19,7 +19,7 @@ import boto3
 import urllib3
 from botocore.awsrequest import AWSPreparedRequest, AWSResponse
 from engram_memory import bootstrap
-from engram_memory.composition import gate
+from engram_memory.composition import host_api
 from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
 Hook = Callable[..., Any]
@@ -28,7 +28,7 @@ Hook = Callable[..., Any]
 def _rewire_host_api() -> None:
     """Rebuild the host API (settings re-read, clients from the current session)."""
     bootstrap.settings.cache_clear()
-    gate.host_api.cache_clear()
+    host_api.service.cache_clear()
 
 
 @contextmanager

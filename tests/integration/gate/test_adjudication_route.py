@@ -16,7 +16,7 @@ import pytest
 from botocore.exceptions import EndpointConnectionError
 from engram_memory import bootstrap, env_names
 from engram_memory.adapters.stepfunctions.clients import gate_clients
-from engram_memory.composition.gate import build_host_api
+from engram_memory.composition.host_api import build_host_api
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.local.inprocess_invoker import InProcessInvoker, default_functions_dir
 

@@ -15,7 +15,7 @@ import pytest
 from botocore.exceptions import ClientError
 from engram_memory.adapters.dynamodb.confirmations import consumption_element
 from engram_memory.adapters.stepfunctions.clients import gate_clients
-from engram_memory.composition.gate import build_confirmation_service
+from engram_memory.composition.host_api import build_confirmation_service
 from engram_memory.contract.invocation import ContextModel
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.errors import GateFailed, IllegalTransition, InvalidSchema, NotFound

@@ -11,7 +11,7 @@ from engram_memory.contract.outputs import (
     WithdrawReceipt,
     dump_value,
 )
-from engram_memory.contract.schemas import OUTPUT_MODELS
+from engram_memory.contract.registry import TOOL_MODELS
 from engram_memory.domain.context import Tool
 from pydantic import ValidationError
 
@@ -23,7 +23,7 @@ DIGEST = fx.sha256_digest("d")
 @pytest.mark.parametrize("tool", list(Tool))
 def test_each_sample_value_round_trips_through_its_model(tool: Tool) -> None:
     value = fx.sample_values()[tool.value]
-    assert dump_value(OUTPUT_MODELS[tool].model_validate(value)) == value
+    assert dump_value(TOOL_MODELS[tool].value.model_validate(value)) == value
 
 
 def test_optional_fields_are_omitted_not_null() -> None:

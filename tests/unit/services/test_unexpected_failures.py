@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from engram_memory.contract.registry import TOOL_MODELS
 from engram_memory.domain.context import MUTATING_TOOLS, InvocationContext, Tool
-from engram_memory.runtime import run_tool
+from engram_memory.runtime import ToolBinding, run_tool
 
 from tests.fixtures.contract_fixtures import (
     valid_capture_args,
@@ -29,17 +30,16 @@ ARGS = {
 }
 
 
-def _crashing_service() -> Any:
-    def service(ctx: InvocationContext, model: Any) -> dict[str, Any]:
+class _CrashingService:
+    def execute(self, ctx: InvocationContext, args: Any, /) -> dict[str, Any]:
         raise RuntimeError("after the commit was sent: text that must never leak")
-    return service
 
 
 @pytest.mark.parametrize("tool", list(Tool), ids=lambda t: t.value)
 def test_an_unexpected_exception_is_outcome_unknown_for_a_mutation_only(tool: Tool) -> None:
     event = make_event(tool, ARGS[tool](), confirmation_ref="ref-1")
-    envelope = run_tool(tool, event, _crashing_service, now_ms=lambda: 1_000,
-                        serves=lambda scope: True)
+    binding = ToolBinding(TOOL_MODELS[tool], _CrashingService)
+    envelope = run_tool(binding, event, now_ms=lambda: 1_000, serves=lambda scope: True)
     expected = "MUTATION_OUTCOME_UNKNOWN" if tool in MUTATING_TOOLS else "STORE_UNAVAILABLE"
     assert envelope["error"]["code"] == expected
     assert envelope["error"]["retriable"] is True

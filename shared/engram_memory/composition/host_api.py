@@ -1,9 +1,6 @@
-"""Composition root of the gate's two functions: the host routes and the queue consumer.
-
-Concrete adapters for the confirmation service (DynamoDB + Step Functions), the host
-notifier (EventBridge) and the adjudication invoker, built from ``Settings`` once per
-container on first use (``bootstrap.reset`` forgets them).
-"""
+"""Composition root of the host routes (functions/host_api): the confirmation service
+(DynamoDB + Step Functions) and the adjudication invoker, built from ``Settings`` once per
+container on first use (``bootstrap.reset`` forgets them)."""
 
 from __future__ import annotations
 
@@ -14,14 +11,12 @@ from typing import TYPE_CHECKING
 from engram_memory import bootstrap
 from engram_memory.adapters.clock import SystemClock
 from engram_memory.adapters.dynamodb.confirmations import DynamoConfirmationStore
-from engram_memory.adapters.eventbridge import EventBridgeHostNotifier
 from engram_memory.adapters.lambda_invoker import InvocationDeadline, lambda_invoker
 from engram_memory.adapters.stepfunctions.clients import GateClients, gate_clients
 from engram_memory.adapters.stepfunctions.workflow import StepFunctionsConfirmationWorkflow
 from engram_memory.domain.context import Tool
 from engram_memory.gate.adjudication import InvokedAdjudicator
 from engram_memory.gate.host_api import HostApi
-from engram_memory.gate.notifier import ConfirmationNotifier, HostNotifier, NoHostNotifier
 from engram_memory.mcp.host_context import verifier_from_settings
 from engram_memory.services.confirmation import DEFAULT_WINDOW_SECONDS, ConfirmationService
 
@@ -90,24 +85,9 @@ def build_host_api(settings: Settings, clients: GateClients, invoker: ToolInvoke
     )
 
 
-def build_notifier(settings: Settings, clients: GateClients) -> ConfirmationNotifier:
-    """The queue consumer; notifications go to the configured bus, if any."""
-    bus = settings.confirmation_event_bus
-    host: HostNotifier = EventBridgeHostNotifier(clients.events, bus) if bus else NoHostNotifier()
-    return ConfirmationNotifier(DynamoConfirmationStore(clients.dynamodb, settings.table_name),
-                                host)
-
-
 @bootstrap.per_container
-def host_api() -> HostApi:
+def service() -> HostApi:
     """The host_api function's routes."""
     settings = bootstrap.settings()
     return build_host_api(settings, gate_clients(settings),
                           adjudication_invoker(settings, DEADLINE))
-
-
-@bootstrap.per_container
-def notifier() -> ConfirmationNotifier:
-    """The confirmation_notifier function's queue consumer."""
-    settings = bootstrap.settings()
-    return build_notifier(settings, gate_clients(settings))
