@@ -67,7 +67,7 @@ from engram_memory.services.ports import (
 )
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
+    from engram_memory.contract.inputs import RequestAdmissionArgs
 
 
 ADJUDICATION_TOOL = "adjudicate"
@@ -86,7 +86,7 @@ class AdmissionService(PipelineService):
         self._policy = policy
         self._verifier = verifier
 
-    def execute(self, ctx: InvocationContext, model: BaseModel) -> dict[str, Any]:
+    def execute(self, ctx: InvocationContext, model: RequestAdmissionArgs) -> dict[str, Any]:
         """Request admission of a pending candidate; the tool's ``value``."""
         args = canonical_arguments(model)
         call = MutationCall.of_agent(ctx, Tool.REQUEST_ADMISSION, args)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Unpack, cast
+from typing import TYPE_CHECKING, Any, Unpack
 
 from engram_memory.concurrency import in_background
 from engram_memory.contract.outputs import CaptureValue, dump_value
@@ -48,7 +48,6 @@ from engram_memory.services.ports import (
 )
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
 
     from engram_memory.contract.inputs import CaptureArgs
 
@@ -80,9 +79,8 @@ class CaptureService(PipelineService):
         super().__init__(**ports)
         self._sealing = _Sealing(key_vault, sealer, policy, limits)
 
-    def execute(self, ctx: InvocationContext, model: BaseModel) -> dict[str, Any]:
+    def execute(self, ctx: InvocationContext, capture: CaptureArgs) -> dict[str, Any]:
         """Capture the validated arguments; the tool's ``value``."""
-        capture = cast("CaptureArgs", model)
         args = canonical_arguments(capture)
         # The endpoint refuses a purpose mismatch already; refuse here too, defensively.
         if args["payload"]["purpose_ref"] != ctx.purpose_ref:
