@@ -12,6 +12,7 @@ state instead of being mixed with the old one.
 from __future__ import annotations
 
 import re
+import threading
 import unicodedata
 from collections import Counter
 from functools import lru_cache
@@ -43,6 +44,10 @@ STOPWORDS: frozenset[str] = frozenset(_STOPWORD_TEXT.split())
 # ``snowballstemmer.stemmer``, which switches to PyStemmer when that happens to be
 # installed), so every environment stems with the very same code.
 _STEMMER = EnglishStemmer()
+# The stemmer object keeps the word being stemmed in its own fields, so two threads
+# stemming at once corrupt each other (IndexError, or a wrong stem indexed for good). The
+# projector, search's pools and the local service tokenize on several threads.
+_STEMMER_LOCK = threading.Lock()
 
 
 @lru_cache(maxsize=65_536)
@@ -50,7 +55,8 @@ def stem(word: str) -> str:
     """The Snowball English stem of one casefolded word (cached: words repeat a lot)."""
     if len(word) > MAX_TERM_CHARS:
         return word[:MAX_TERM_CHARS]  # a hash or a blob: nothing to stem, cut it
-    stemmed: str = _STEMMER.stemWord(word)
+    with _STEMMER_LOCK:
+        stemmed: str = _STEMMER.stemWord(word)
     return stemmed
 
 

@@ -60,3 +60,44 @@ def test_a_query_uses_at_most_the_term_cap() -> None:
 
 def test_a_query_of_only_stopwords_has_no_terms() -> None:
     assert query_terms("what is the") == ()
+
+
+def test_threads_stemming_at_once_get_the_stems_one_thread_gets() -> None:
+    # The projector, search's pools and the local service tokenize on several threads; a
+    # Snowball stemmer object keeps its word in its own fields while it works.
+    import random
+    import sys
+    import threading
+
+    from engram_memory.domain import tokenizer
+    from snowballstemmer.english_stemmer import EnglishStemmer
+
+    rng = random.Random(13)
+    suffixes = ["ational", "iveness", "fulness", "ization", "ement", "ingly", "ations", "s"]
+    words = sorted({"".join(rng.choice("bcdfgklmnprstv") + rng.choice("aeiou")
+                            for _ in range(rng.randint(2, 5))) + rng.choice(suffixes)
+                    for _ in range(6000)})
+    expected = {word: EnglishStemmer().stemWord(word) for word in words}
+    tokenizer.stem.cache_clear()
+    found: dict[str, str] = {}
+    failures: list[BaseException] = []
+
+    def work(part: list[str]) -> None:
+        try:
+            found.update({word: tokenizer.stem(word) for word in part})
+        except Exception as exc:  # any failure of a racing thread counts
+            failures.append(exc)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as possible: races show at once
+    try:
+        threads = [threading.Thread(target=work, args=(words[i::8],)) for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(interval)
+        tokenizer.stem.cache_clear()
+    assert failures == []
+    assert found == expected
