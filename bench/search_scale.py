@@ -253,8 +253,8 @@ def main() -> None:
     prepare_moto_dynamodb(cache_partition_order=True)
     with mock_aws():
         from engram_memory import bootstrap
-        from engram_memory.adapters.provisioning import create_tables
         from engram_memory.composition import search as search_root
+        from engram_memory.local.provisioning import create_tables
 
         bootstrap.reset()
         # The search handler's own client (bootstrap caches it): count every call it makes.

@@ -36,6 +36,10 @@ LAYER_DIR = REPO_ROOT / "build" / "lambda"  # the layer asset: contains python/
 LAYER_PACKAGES = LAYER_DIR / "python"
 # Never shipped: caches and compiled files change the asset hash without changing the code.
 _IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", ".mypy_cache", ".pytest_cache")
+# engram_memory/local is the one-machine service (moto shims, in-process invoker, snapshot,
+# provisioning): no function imports it in AWS (only local mode does, lazily), so no
+# function ships it.
+LOCAL_ONLY: Final = ("local",)
 _LOCK_HEADER = f"""\
 The Lambda layer's run-time dependencies: CPython {PYTHON_VERSION}, aarch64, wheels only
 ({", ".join(PLATFORMS)}), one sha256 per wheel.
@@ -199,7 +203,8 @@ def packaged_layer_dir(layer_dir: Path = LAYER_DIR) -> Path | None:
 
 
 def stage_source(repo_root: Path = REPO_ROOT, dest: Path | None = None) -> Path:
-    """Copy ``shared/engram_memory`` and ``functions/`` into one directory for the code asset.
+    """Copy ``shared/engram_memory`` (without its local-only packages) and ``functions/``
+    into one directory for the code asset.
 
     Every function ships the same asset; its handler is ``functions.<name>.handler``.
     """
@@ -208,6 +213,8 @@ def stage_source(repo_root: Path = REPO_ROOT, dest: Path | None = None) -> Path:
         atexit.register(shutil.rmtree, dest, True)
     shutil.copytree(repo_root / "shared" / "engram_memory", dest / "engram_memory",
                     ignore=_IGNORED, dirs_exist_ok=True)
+    for package in LOCAL_ONLY:
+        shutil.rmtree(dest / "engram_memory" / package, ignore_errors=True)
     shutil.copytree(repo_root / "functions", dest / "functions",
                     ignore=_IGNORED, dirs_exist_ok=True)
     return dest

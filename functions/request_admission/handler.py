@@ -17,7 +17,7 @@ from engram_memory import bootstrap
 from engram_memory.composition import admission
 from engram_memory.contract import registry
 from engram_memory.domain.errors import Unauthorized
-from engram_memory.mcp.host_context import (
+from engram_memory.host_token import (
     UntrustedContext,
     verifier_from_settings,
     verify_maintainer_token,

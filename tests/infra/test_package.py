@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -15,6 +18,7 @@ from infra.layer_lock import (
     unmet_requirements,
     wheels_from_report,
 )
+from infra.names import FUNCTIONS
 from infra.package import (
     LOCK_PATH,
     PYTHON_VERSION,
@@ -176,3 +180,24 @@ def test_the_source_asset_holds_the_package_and_the_handlers_without_caches(
     assert (staged / "functions" / "search" / "handler.py").is_file()
     assert not (staged / "engram_memory" / "__pycache__").exists()
     assert sorted(p.name for p in staged.iterdir()) == ["engram_memory", "functions"]
+
+
+def test_every_function_imports_from_the_asset_that_leaves_local_code_out(
+        tmp_path: Path) -> None:
+    staged = stage_source(dest=tmp_path / "asset")
+    assert not (staged / "engram_memory" / "local").exists()
+    # A fresh interpreter that sees the asset and the installed dependencies, not the
+    # checkout: each handler (and what it imports at load) must be in the asset.
+    modules = [f"functions.{name}.handler" for name in FUNCTIONS]
+    child = ("import importlib, sys\n"
+             "for name in sys.argv[1:]:\n"
+             "    importlib.import_module(name)\n"
+             "assert not [m for m in sys.modules if m.startswith('engram_memory.local')]\n"
+             "assert all(m.__file__.startswith(sys.path[0]) for n, m in sys.modules.items()\n"
+             "           if n.startswith('engram_memory') and getattr(m, '__file__', None))\n")
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("ENGRAM_", "PYTHONPATH"))}
+    result = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, "
+                             f"{str(staged)!r}); exec({child!r})", *modules],
+                            env=env, cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]

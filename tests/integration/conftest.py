@@ -15,7 +15,7 @@ from typing import Any
 import boto3
 import pytest
 from engram_memory import bootstrap
-from engram_memory.adapters.provisioning import create_tables, create_tenant_key
+from engram_memory.local.provisioning import create_tables, create_tenant_key
 from engram_memory.settings import Settings
 from moto import mock_aws
 from moto.dynamodb.responses import DynamoHandler

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from engram_memory.adapters.local_state import dump_tables, load_tables
 from engram_memory.local.moto_server import MOTO_ACCOUNT_ID
+from engram_memory.local.moto_snapshot import dump_tables, load_tables
 
 from tests.integration.conftest import REGION, AwsEnv
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from engram_memory import bootstrap
 from engram_memory.adapters.clock import SystemClock
 from engram_memory.adapters.lambda_invoker import InvocationDeadline, lambda_invoker
-from engram_memory.mcp.host_context import verifier_from_settings
+from engram_memory.host_token import verifier_from_settings
 from engram_memory.mcp.server import Endpoint, build_server
 
 if TYPE_CHECKING:

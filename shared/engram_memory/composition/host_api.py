@@ -17,7 +17,7 @@ from engram_memory.adapters.stepfunctions.workflow import StepFunctionsConfirmat
 from engram_memory.domain.context import Tool
 from engram_memory.gate.adjudication import InvokedAdjudicator
 from engram_memory.gate.host_api import HostApi
-from engram_memory.mcp.host_context import verifier_from_settings
+from engram_memory.host_token import verifier_from_settings
 from engram_memory.services.confirmation import DEFAULT_WINDOW_SECONDS, ConfirmationService
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 from engram_memory.contract.types import CandidateId, OpaqueRef
 from engram_memory.domain.context import InvocationContext, Scope, Tool
 
-# Same bound as the host-context verifier (engram_memory.mcp.host_context.MAX_TOKEN_BYTES).
+# Same bound as the host-context verifier (engram_memory.host_token.MAX_TOKEN_BYTES).
 MAX_TOKEN_BYTES = 16_384
 
 

@@ -28,7 +28,7 @@ from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.errors import EngramError, InvalidSchema, Unauthorized
 from engram_memory.domain.intent import operation_digest, target_of
 from engram_memory.gate.host_models import AdjudicationBody, ConfirmationRequestBody, DecisionBody
-from engram_memory.mcp.host_context import (
+from engram_memory.host_token import (
     HostTokenVerifier,
     MaintainerIdentity,
     UntrustedContext,

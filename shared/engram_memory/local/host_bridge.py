@@ -24,13 +24,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from engram_memory.gate.host_api import MAX_BODY_BYTES, TOO_LARGE
-from engram_memory.local.inprocess_invoker import LocalLambdaContext
-from engram_memory.mcp.host_context import (
+from engram_memory.host_token import (
     HostTokenVerifier,
     UntrustedContext,
     bearer_token,
     verify_maintainer_token,
 )
+from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
 HOST_PATH = "/host"
 _METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"]

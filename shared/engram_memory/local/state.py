@@ -18,12 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from engram_memory import env_names
-from engram_memory.adapters import local_state
 from engram_memory.adapters.dynamodb.projection_generations import LEGACY_GENERATION
-from engram_memory.adapters.provisioning import create_tables, create_tenant_key
 from engram_memory.domain.ranking import PROJECTION_GENERATION
-from engram_memory.local import moto_s3vectors
+from engram_memory.local import moto_s3vectors, moto_snapshot
 from engram_memory.local.moto_server import MOTO_ACCOUNT_ID
+from engram_memory.local.provisioning import create_tables, create_tenant_key
 from engram_memory.settings import LocalSettings, Settings
 
 HOST_KEY_FILE = "host_key.pem"
@@ -103,14 +102,14 @@ class LocalClients:
 def clients(settings: Settings) -> LocalClients:
     """Clients for every service the local stack uses."""
     def make(name: str) -> Any:
-        return local_state.aws_client(name, settings.region, settings.endpoint_url)
+        return moto_snapshot.aws_client(name, settings.region, settings.endpoint_url)
 
     return LocalClients(make("dynamodb"), make("kms"), make("stepfunctions"), make("sqs"),
                         make("iam"))
 
 
 def _s3vectors_client(settings: Settings) -> Any:
-    return local_state.aws_client("s3vectors", settings.region, settings.endpoint_url)
+    return moto_snapshot.aws_client("s3vectors", settings.region, settings.endpoint_url)
 
 
 def _tables(settings: Settings) -> tuple[str, ...]:
@@ -135,7 +134,7 @@ def provision(home: Path, settings: Settings, *, restore: bool) -> bool:
     if restore and snapshot_path.is_file():
         snapshot = json.loads(snapshot_path.read_text(encoding="utf-8"))
         if snapshot.get("tenant") == settings.tenant_id:
-            key_id = local_state.restore_kms_key(MOTO_ACCOUNT_ID, settings.region,
+            key_id = moto_snapshot.restore_kms_key(MOTO_ACCOUNT_ID, settings.region,
                                                  snapshot["kms"], key_id)
             tables = snapshot["tables"]
             # A snapshot from before generations were recorded holds a generation-1 index.
@@ -144,7 +143,7 @@ def provision(home: Path, settings: Settings, *, restore: bool) -> bool:
                 tables = {name: rows for name, rows in tables.items()
                           if name != settings.projection_table_name}
                 rebuild = True
-            local_state.load_tables(MOTO_ACCOUNT_ID, settings.region, tables)
+            moto_snapshot.load_tables(MOTO_ACCOUNT_ID, settings.region, tables)
             moto_s3vectors.import_vectors(settings.vector_bucket, settings.vector_index,
                                           snapshot.get("vectors", []), settings.region)
     os.environ[env_names.KMS_KEY_ID] = key_id
@@ -157,8 +156,8 @@ def save_snapshot(home: Path, settings: Settings) -> None:
         "version": 1,
         "tenant": settings.tenant_id,
         "projection_generation": PROJECTION_GENERATION,
-        "kms": local_state.export_kms_key(MOTO_ACCOUNT_ID, settings.region, settings.kms_key_id),
-        "tables": local_state.dump_tables(MOTO_ACCOUNT_ID, settings.region, _tables(settings)),
+        "kms": moto_snapshot.export_kms_key(MOTO_ACCOUNT_ID, settings.region, settings.kms_key_id),
+        "tables": moto_snapshot.dump_tables(MOTO_ACCOUNT_ID, settings.region, _tables(settings)),
         "vectors": moto_s3vectors.export_vectors(settings.vector_bucket, settings.vector_index,
                                                  settings.region),
     }

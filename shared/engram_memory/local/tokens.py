@@ -2,7 +2,7 @@
 
 In production the hosted agent platform mints these; locally the service generates an
 Ed25519 host key in its data dir and this module signs tokens with it so a newcomer (or a
-test) can play the host. The claim set is the one ``engram_memory.mcp.host_context``
+test) can play the host. The claim set is the one ``engram_memory.host_token``
 verifies; see docs/mcp.md.
 """
 
@@ -86,7 +86,7 @@ def mint_agent_token(
     deadline_ms: int | None = None,
     extra_claims: dict[str, Any] | None = None,
 ) -> str:
-    """A host-signed agent invocation token (the claims host_context verifies)."""
+    """A host-signed agent invocation token (the claims host_token verifies)."""
     claims: dict[str, Any] = {
         "iss": issuer,
         "aud": audience,

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING
 
 from starlette.datastructures import Headers
 
-from engram_memory.mcp.host_context import UntrustedContext, bearer_token, verify_agent_token
+from engram_memory.host_token import UntrustedContext, bearer_token, verify_agent_token
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
 
-    from engram_memory.mcp.host_context import HostTokenVerifier
+    from engram_memory.host_token import HostTokenVerifier
 
 _AUTHORIZATION: ContextVar[str | None] = ContextVar("engram_mcp_authorization", default=None)
 

@@ -30,13 +30,13 @@ from starlette.routing import BaseRoute, Route
 
 from engram_memory import CONTRACT_VERSION, PROVIDER
 from engram_memory.domain.context import InvocationContext, Tool
-from engram_memory.mcp.dispatch import ClockMs, ToolInvoker, dispatch, protocol_refusal
-from engram_memory.mcp.host_context import (
+from engram_memory.host_token import (
     HostTokenVerifier,
     UntrustedContext,
     bearer_token,
     verify_agent_token,
 )
+from engram_memory.mcp.dispatch import ClockMs, ToolInvoker, dispatch, protocol_refusal
 from engram_memory.mcp.http_guard import HostOriginGuard, PostOnly
 from engram_memory.mcp.purpose_binding import RequestAuthorization, bound_purpose
 from engram_memory.mcp.tools import granted_tools, input_schema_by_name, instructions_for

@@ -19,9 +19,9 @@ import boto3
 import pytest
 import requests
 from engram_memory import bootstrap
-from engram_memory.adapters.provisioning import create_tables, create_tenant_key
 from engram_memory.local.gate_setup import create_gate_resources
 from engram_memory.local.moto_server import start_moto
+from engram_memory.local.provisioning import create_tables, create_tenant_key
 from engram_memory.local.queue_pump import run_queue_pump
 from engram_memory.local.tokens import (
     generate_host_key,

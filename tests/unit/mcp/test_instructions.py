@@ -14,7 +14,7 @@ from engram_memory.mcp.purpose_binding import RequestAuthorization
 from engram_memory.mcp.server import Endpoint, MemoryServer
 from engram_memory.mcp.tools import INSTRUCTIONS, TOOL_TABLE, instructions_for
 
-from tests.unit.mcp.test_host_context import token, verifier
+from tests.unit.test_host_token import token, verifier
 
 OTHER_KEY_TOKEN_PURPOSE = "purpose:forged"
 

@@ -13,14 +13,14 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from engram_memory.domain.context import Tool
 from engram_memory.domain.principals import INTERNAL_PRINCIPALS
-from engram_memory.local.tokens import mint_agent_token, mint_maintainer_token, public_pem
-from engram_memory.mcp.host_context import (
+from engram_memory.host_token import (
     HostTokenVerifier,
     UntrustedContext,
     bearer_token,
     verify_agent_token,
     verify_maintainer_token,
 )
+from engram_memory.local.tokens import mint_agent_token, mint_maintainer_token, public_pem
 
 NOW = 1_800_000_000.0
 ISS = "https://host.example"
