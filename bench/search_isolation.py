@@ -34,15 +34,15 @@ from search_scale import Corpus, load, previous_read_pattern
 OTHER = "ws-other"
 
 
-def timed(call: Any, rounds: int) -> list[float]:
-    """Wall milliseconds of ``rounds`` calls (each must succeed)."""
+def timed(call: Any, rounds: int, name: str) -> list[float]:
+    """Wall milliseconds of ``rounds`` calls (each must succeed; ``name`` says which failed)."""
     times = []
     for _ in range(rounds):
         started = time.perf_counter()
         envelope = call()
         times.append((time.perf_counter() - started) * 1000)
         if not envelope["ok"]:
-            raise SystemExit(f"call failed: {envelope['error']['code']}")
+            raise SystemExit(f"{name} failed: {envelope['error']['code']}")
     return times
 
 
@@ -57,7 +57,7 @@ def query_row(bench: Bench, name: str, query: str, rounds: int) -> list[Any]:
     from engram_memory import bootstrap
     from engram_memory.domain.tokenizer import query_terms
 
-    times = timed(searcher(bench, query), rounds)
+    times = timed(searcher(bench, query), rounds, f"search of {name}")
     recorder = RoundTripRecorder(network_latency_s=0.05).attach([bootstrap.dynamodb_client()])
     try:
         with recorder.measure() as calls:
@@ -85,7 +85,8 @@ def other_workspace_get(bench: Bench, record_id: str, rounds: int,
     try:
         return timed(lambda: bench.direct(
             Tool.GET, {"record_id": record_id, "purpose_ref": "purpose:bench"},
-            workspace_id=OTHER), rounds)
+            workspace_id=OTHER), rounds,
+            "the other workspace's get" + (" beside searches" if busy_query else " alone"))
     finally:
         stop.set()
         if busy_query:
