@@ -33,7 +33,7 @@ for name in sys.argv[1:]:
     importlib.import_module(f"functions.{name}.handler")
 from engram_memory import concurrency
 print(json.dumps({"clients": made, "threads": threading.active_count() - before,
-                  "pool": concurrency._pool is not None}))
+                  "pool": bool(concurrency._pools)}))
 """
 
 
