@@ -21,11 +21,12 @@ ships (with a request lock of their own, tests/integration/conftest.py).
 from __future__ import annotations
 
 import copy as std_copy
-import threading
 import types
 from typing import Any
 
-_LOCK = threading.RLock()
+from engram_memory.local.request_turns import RequestTurns, is_long
+
+_TURNS = RequestTurns()
 _INSTALLED: set[str] = set()
 
 
@@ -44,7 +45,9 @@ def serialize_requests() -> None:
 
     Served from several threads at once, moto's TransactWriteItems can fail ("dictionary
     changed size") or roll back over another request's commit (a lost acknowledged write).
-    The mock_aws integration tests take the same kind of lock.
+    The mock_aws integration tests take the same kind of lock. Whose turn is next:
+    ``request_turns`` (point calls before Queries, so one search cannot hold up another
+    workspace's get).
     """
     if "serialize" in _INSTALLED:
         return
@@ -53,7 +56,7 @@ def serialize_requests() -> None:
     original = DynamoHandler.call_action
 
     def call_action(self: Any) -> Any:
-        with _LOCK:
+        with _TURNS.turn(long=is_long(self._get_action())):
             return original(self)
 
     DynamoHandler.call_action = call_action  # type: ignore[method-assign]
