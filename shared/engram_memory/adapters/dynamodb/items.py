@@ -183,13 +183,6 @@ def to_due_expiry(item: Mapping[str, Any]) -> DueExpiry:
                      expires_at_ms=number(item, "expires_at_ms"), derivative_rule=rule)
 
 
-def record_json_from(head: Mapping[str, Any], parts: list[Mapping[str, Any]]) -> str:
-    """A record's JSON from its item and (when large) its ordered part items."""
-    if "record_json" in head:
-        return text(head, "record_json")
-    return b"".join(bytes(part["part"]["B"]) for part in parts).decode("utf-8")
-
-
 # --- changes → transaction elements -----------------------------------------------------
 
 Element = tuple[ElementKind, dict[str, Any]]
