@@ -209,6 +209,12 @@ def latency_rows(latencies: dict[str, list[float]]) -> list[list[str]]:
              f"{statistics.median(v) - base:+.1f}"] for name, v in latencies.items()]
 
 
+def progress(line: str) -> None:
+    """A timestamped line on stderr (not silenced): a long run that is stopped early still
+    leaves the numbers of every stage it finished."""
+    print(f"[{time.strftime('%H:%M:%S')}] {line}", file=sys.stderr, flush=True)
+
+
 def run_modes(bench: Bench, collection: Collection, by_record: dict[str, str]
               ) -> tuple[dict[str, dict[str, list[str]]], dict[str, list[float]], int]:
     """Every query through the service once per mode."""
@@ -220,6 +226,8 @@ def run_modes(bench: Bench, collection: Collection, by_record: dict[str, str]
         runs[name], failed, latencies[name] = asyncio.run(
             our_rankings(bench, collection.queries, by_record, policy))
         errors += failed
+        progress(f"{name}: nDCG@10 lin, exp, Recall@10, Recall@100 = "
+                 f"{', '.join(scores(runs[name], collection))}; {failed} search errors")
     configure({})
     return runs, latencies, errors
 
@@ -271,6 +279,7 @@ def main() -> None:
             started = time.perf_counter()
             by_record, payloads, refused = ingest(bench, collection)
             ingest_s = time.perf_counter() - started
+            progress(f"ingest {ingest_s:.0f} s, {refusal_text(refused)}")
             runs, latencies, errors = run_modes(bench, collection, by_record)
         finally:
             bench.close()
