@@ -288,12 +288,7 @@ class ConfirmationService:
     def _await_token(self, scope: Scope, elicitation_ref: str) -> Confirmation:
         # The queue consumer stores the token asynchronously; a decision cannot be sent
         # before it lands, so wait a bounded moment rather than fail a fast human.
-        current = self.show(scope, elicitation_ref)
-        for _ in range(POLL_ATTEMPTS):
-            if current.state is not ConfirmationState.REQUESTED:
-                return current
-            self._sleep(POLL_INTERVAL_S)
-            current = self.show(scope, elicitation_ref)
+        current = self._await_leaving(scope, elicitation_ref, ConfirmationState.REQUESTED)
         if current.state is ConfirmationState.REQUESTED:
             raise StoreUnavailable()
         return current
@@ -301,9 +296,14 @@ class ConfirmationService:
     def _await_state_change(self, scope: Scope, elicitation_ref: str) -> Confirmation:
         # The workflow writes approved/rejected right after the signal; returning the
         # settled state lets the host hand the reference to the agent immediately.
+        return self._await_leaving(scope, elicitation_ref, ConfirmationState.AWAITING_DECISION)
+
+    def _await_leaving(self, scope: Scope, elicitation_ref: str,
+                       state: ConfirmationState) -> Confirmation:
+        """The confirmation once it left ``state``, or as it is after a bounded wait."""
         current = self.show(scope, elicitation_ref)
         for _ in range(POLL_ATTEMPTS):
-            if current.state is not ConfirmationState.AWAITING_DECISION:
+            if current.state is not state:
                 return current
             self._sleep(POLL_INTERVAL_S)
             current = self.show(scope, elicitation_ref)

@@ -6,6 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from engram_memory.services.ports import RecordEntry
+
 if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
     from engram_memory.domain.ranking import AnalyzedDocument, CorpusStats, Posting
@@ -18,13 +20,14 @@ INVALIDATION_COMPLETE = "complete"
 
 
 @dataclass(frozen=True, slots=True)
-class RecordRow:
-    """The canonical record item as the read path sees it (main table, ``REC#{id}``)."""
+class RecordRow(RecordEntry):
+    """The canonical record item as the read path sees it (main table, ``REC#{id}``).
 
-    record_id: str
-    state: str
+    A :class:`RecordEntry` (the shape the write path reads: state, digests, parts) with
+    the content and the times the read rules need: one shape for one item.
+    """
+
     record: Mapping[str, Any] | None
-    record_digest: str
     valid_t: int
     valid_t_end: int | None
     expires_at_ms: int | None

@@ -21,7 +21,8 @@ STATE = PageState(scope="t#w", request_digest=delivered_digest(["a"]),
 def _row(**changes: object) -> RecordRow:
     base: dict[str, object] = {
         "record_id": "mem_a", "state": "accepted_current", "record": {"purpose_ref": "purpose:a"},
-        "record_digest": "d", "valid_t": 100, "valid_t_end": 200, "expires_at_ms": 300,
+        "record_digest": "d", "payload_digest": "p", "parts": 0, "valid_t": 100,
+        "valid_t_end": 200, "expires_at_ms": 300,
         "recorded_cursor": 5,
     }
     base.update(changes)

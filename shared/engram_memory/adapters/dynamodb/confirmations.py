@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from engram_memory.adapters.dynamodb import items as it
 from engram_memory.adapters.dynamodb.errors import translate_conditional, translate_read
 from engram_memory.domain.errors import IllegalTransition
 from engram_memory.services.confirmation import (
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from engram_memory.domain.context import InvocationContext, Scope, Tool
     from engram_memory.services.ports import GateConsumption
 
+
 def confirmation_key(scope: Scope, elicitation_ref: str) -> dict[str, str]:
     """The plain-string key of a confirmation item (the workflow input carries it)."""
     return {"pk": f"CONF#{scope.key}", "sk": f"REF#{elicitation_ref}"}
@@ -36,16 +38,6 @@ def confirmation_key(scope: Scope, elicitation_ref: str) -> dict[str, str]:
 
 def _typed_key(scope: Scope, elicitation_ref: str) -> dict[str, Any]:
     return {name: {"S": value} for name, value in confirmation_key(scope, elicitation_ref).items()}
-
-
-def _int(item: dict[str, Any], name: str) -> int | None:
-    value = item.get(name)
-    return int(value["N"]) if value is not None else None
-
-
-def _str(item: dict[str, Any], name: str) -> str | None:
-    value = item.get(name)
-    return str(value["S"]) if value is not None else None
 
 
 def confirmation_from_item(item: dict[str, Any]) -> Confirmation:
@@ -60,11 +52,11 @@ def confirmation_from_item(item: dict[str, Any]) -> Confirmation:
         created_at_ms=int(item["created_at_ms"]["N"]),
         expires_at_ms=int(item["expires_at_ms"]["N"]),
         window_seconds=int(item["window_seconds"]["N"]),
-        task_token=_str(item, "task_token"),
-        approved_at_ms=_int(item, "approved_at_ms"),
-        window_ends_at_ms=_int(item, "window_ends_at_ms"),
-        decision=_str(item, "decision"),
-        approver=_str(item, "approver"),
+        task_token=it.optional_text(item, "task_token"),
+        approved_at_ms=it.optional_number(item, "approved_at_ms"),
+        window_ends_at_ms=it.optional_number(item, "window_ends_at_ms"),
+        decision=it.optional_text(item, "decision"),
+        approver=it.optional_text(item, "approver"),
     )
 
 

@@ -148,6 +148,18 @@ def number(item: Mapping[str, Any], name: str, default: int = 0) -> int:
     return int(item[name]["N"]) if name in item else default
 
 
+def optional_number(item: Mapping[str, Any], name: str) -> int | None:
+    """A number attribute's value, or None when absent."""
+    value = item.get(name)
+    return int(value["N"]) if value is not None else None
+
+
+def optional_text(item: Mapping[str, Any], name: str) -> str | None:
+    """A string attribute's value, or None when absent."""
+    value = item.get(name)
+    return str(value["S"]) if value is not None else None
+
+
 def to_idempotency(item: Mapping[str, Any]) -> IdempotencyEntry:
     """An idempotency item → entry."""
     return IdempotencyEntry(tool=text(item, "tool"), intent_digest=text(item, "intent_digest"),

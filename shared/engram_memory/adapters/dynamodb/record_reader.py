@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from engram_memory.adapters.dynamodb import items as it
 from engram_memory.adapters.dynamodb.projection_store import translate_error
 from engram_memory.domain.errors import BlobMissing, StoreUnavailable
 from engram_memory.services.read_ports import INVALIDATION_COMPLETE, JournalChange, RecordRow
@@ -23,16 +24,6 @@ if TYPE_CHECKING:
 
 _BATCH_GET = 100
 _MAX_ATTEMPTS = 8
-
-
-def _int(item: dict[str, Any], name: str) -> int | None:
-    value = item.get(name)
-    return int(value["N"]) if value is not None else None
-
-
-def _str(item: dict[str, Any], name: str) -> str | None:
-    value = item.get(name)
-    return str(value["S"]) if value is not None else None
 
 
 class DynamoRecordReader:
@@ -51,7 +42,7 @@ class DynamoRecordReader:
             ConsistentRead=True,
         )
         item = response.get("Item")
-        return (_int(item, "cursor") or 0) if item else 0
+        return (it.optional_number(item, "cursor") or 0) if item else 0
 
     def journal_changes(self, scope: Scope, after: int, through: int) -> list[JournalChange]:
         """Events ``after < cursor <= through`` (one consistent Query, paged past 1 MB).
@@ -126,8 +117,8 @@ class DynamoRecordReader:
 
     def _row(self, scope: Scope, item: dict[str, Any]) -> RecordRow | None:
         record_id = item["sk"]["S"].removeprefix("REC#")
-        text = _str(item, "record_json")
-        parts = _int(item, "record_parts") or 0
+        text = it.optional_text(item, "record_json")
+        parts = it.optional_number(item, "record_parts") or 0
         if text is None and parts:
             text = self._parts(scope, record_id, parts)
             if text is None:
@@ -135,22 +126,24 @@ class DynamoRecordReader:
                 return None  # forgotten or expired between the reads: not eligible
         return RecordRow(
             record_id=record_id,
-            state=_str(item, "state") or "",
+            state=it.optional_text(item, "state") or "",
             record=json.loads(text) if text else None,
-            record_digest=_str(item, "record_digest") or "",
-            valid_t=_int(item, "valid_t") or 0,
-            valid_t_end=_int(item, "valid_t_end"),
-            expires_at_ms=_int(item, "expires_at_ms"),
-            recorded_cursor=_int(item, "recorded_cursor") or 0,
-            projection_invalidation=_str(item, "projection_invalidation"),
+            record_digest=it.optional_text(item, "record_digest") or "",
+            payload_digest=it.optional_text(item, "payload_digest") or "",
+            parts=parts,
+            valid_t=it.optional_number(item, "valid_t") or 0,
+            valid_t_end=it.optional_number(item, "valid_t_end"),
+            expires_at_ms=it.optional_number(item, "expires_at_ms"),
+            recorded_cursor=it.optional_number(item, "recorded_cursor") or 0,
+            projection_invalidation=it.optional_text(item, "projection_invalidation"),
         )
 
     def _check_part_loss(self, scope: Scope, item: dict[str, Any]) -> None:
         """A part vanished: fine if the head moved on (a forget raced us), else BlobMissing."""
         fresh = self._call("get_item", TableName=self._table, ConsistentRead=True,
                            Key={"pk": {"S": f"SCOPE#{scope.key}"}, "sk": item["sk"]}).get("Item")
-        if (fresh is not None and _str(fresh, "state") == _str(item, "state")
-                and _int(fresh, "record_parts") == _int(item, "record_parts")):
+        same = ("state", "record_parts")
+        if fresh is not None and all(fresh.get(name) == item.get(name) for name in same):
             raise BlobMissing  # the head still names a part that is gone
 
     def _parts(self, scope: Scope, record_id: str, parts: int) -> str | None:
