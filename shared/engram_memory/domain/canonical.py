@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from collections.abc import Mapping
 from enum import StrEnum
 from typing import Any
 
@@ -55,6 +56,11 @@ def digest(kind: DigestKind, value: Any) -> str:
     """Domain-separated SHA-256 digest of ``value``'s canonical JSON."""
     h = hashlib.sha256(_DOMAIN + kind.value.encode("ascii") + b"\n" + canonical_json(value))
     return "sha256:" + h.hexdigest()
+
+
+def digest_without(kind: DigestKind, value: Mapping[str, Any], field: str) -> str:
+    """The digest of ``value`` over every field but ``field`` (the one that holds it)."""
+    return digest(kind, {k: v for k, v in value.items() if k != field})
 
 
 def is_digest(value: str) -> bool:

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from engram_memory.contract.inputs import GetArgs
 from engram_memory.contract.outputs import GetValue
 from engram_memory.contract.validation import canonical_arguments
-from engram_memory.domain.canonical import DigestKind, digest
+from engram_memory.domain.canonical import DigestKind, digest, digest_without
 from engram_memory.domain.context import Tool
 from engram_memory.domain.errors import NotFound, StoreUnavailable, Unauthorized
 from engram_memory.domain.instant import format_instant
@@ -38,14 +38,12 @@ if TYPE_CHECKING:
 
 def read_receipt_digest(receipt: Mapping[str, Any]) -> str:
     """Digest of a read receipt over every field but ``receipt_digest``."""
-    body = {k: v for k, v in receipt.items() if k != "receipt_digest"}
-    return digest(DigestKind.READ_RECEIPT, body)
+    return digest_without(DigestKind.READ_RECEIPT, receipt, "receipt_digest")
 
 
 def packet_digest(value: Mapping[str, Any]) -> str:
     """Digest of a get value over every field but ``packet_digest``."""
-    body = {k: v for k, v in value.items() if k != "packet_digest"}
-    return digest(DigestKind.PACKET, body)
+    return digest_without(DigestKind.PACKET, value, "packet_digest")
 
 
 def revalidation_digest(row: RecordRow, system_as_of: str, valid_as_of: str) -> str:

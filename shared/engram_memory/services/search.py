@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from engram_memory.concurrency import in_background
 from engram_memory.contract.inputs import SearchArgs
 from engram_memory.contract.outputs import SearchValue
-from engram_memory.domain.canonical import DigestKind, digest
+from engram_memory.domain.canonical import DigestKind, digest, digest_without
 from engram_memory.domain.errors import (
     RankingUnavailable,
     StalePage,
@@ -79,14 +79,12 @@ def semantic_tail(delta: TailDelta) -> dict[str, Mapping[str, Any] | None]:
 
 def rank_receipt_digest(receipt: Mapping[str, Any]) -> str:
     """Digest of a rank receipt over every field but ``receipt_digest``."""
-    body = {k: v for k, v in receipt.items() if k != "receipt_digest"}
-    return digest(DigestKind.RANK_RECEIPT, body)
+    return digest_without(DigestKind.RANK_RECEIPT, receipt, "receipt_digest")
 
 
 def response_digest(value: Mapping[str, Any]) -> str:
     """Digest of a search value over every field but ``response_digest``."""
-    body = {k: v for k, v in value.items() if k != "response_digest"}
-    return digest(DigestKind.RESPONSE, body)
+    return digest_without(DigestKind.RESPONSE, value, "response_digest")
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,9 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from engram_memory.adapters.dynamodb.projection_store import translate_error
+from engram_memory.adapters.dynamodb.projection_store import call_translated
 from engram_memory.domain.ranking import PROJECTION_GENERATION
 
 LEGACY_GENERATION = "t1i1"
@@ -38,14 +36,15 @@ def delete_other_generations(client: Any, table: str) -> int:
     request: dict[str, Any] = {"TableName": table, "ProjectionExpression": "pk, sk"}
     deleted = 0
     while True:
-        page = _call(client, "scan", **request)
+        page = call_translated(client, "scan", **request)
         stale = [{"DeleteRequest": {"Key": {"pk": item["pk"], "sk": item["sk"]}}}
                  for item in page.get("Items", [])
                  if generation_of(item["pk"]["S"]) not in (None, PROJECTION_GENERATION)]
         for start in range(0, len(stale), _BATCH):
             pending: list[dict[str, Any]] = stale[start:start + _BATCH]
             while pending:
-                response = _call(client, "batch_write_item", RequestItems={table: pending})
+                response = call_translated(client, "batch_write_item",
+                                           RequestItems={table: pending})
                 pending = response.get("UnprocessedItems", {}).get(table, [])
                 if pending:
                     time.sleep(0.1)  # unprocessed = throttled: back off before resending
@@ -55,10 +54,3 @@ def delete_other_generations(client: Any, table: str) -> int:
             return deleted
         request["ExclusiveStartKey"] = last
 
-
-def _call(client: Any, operation: str, **kwargs: Any) -> dict[str, Any]:
-    try:
-        response: dict[str, Any] = getattr(client, operation)(**kwargs)
-    except (ClientError, BotoCoreError) as exc:
-        raise translate_error(exc) from exc
-    return response

@@ -74,6 +74,15 @@ def translate_error(exc: ClientError | BotoCoreError) -> EngramError:
     return StoreUnavailable()
 
 
+def call_translated(client: Any, operation: str, **kwargs: Any) -> dict[str, Any]:
+    """``client.<operation>(**kwargs)``, its failures as the projection's EngramErrors."""
+    try:
+        response: dict[str, Any] = getattr(client, operation)(**kwargs)
+    except (ClientError, BotoCoreError) as exc:
+        raise translate_error(exc) from exc
+    return response
+
+
 def _csv(values: Sequence[int]) -> str:
     return ",".join(str(v) for v in values)
 
@@ -456,8 +465,4 @@ class DynamoProjectionStore:
                 raise StoreUnavailable
 
     def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
-        try:
-            response: dict[str, Any] = getattr(self._client, operation)(**kwargs)
-        except (ClientError, BotoCoreError) as exc:
-            raise translate_error(exc) from exc
-        return response
+        return call_translated(self._client, operation, **kwargs)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from engram_memory.adapters.dynamodb import items as it
-from engram_memory.adapters.dynamodb.projection_store import translate_error
+from engram_memory.adapters.dynamodb.projection_store import call_translated, translate_error
 from engram_memory.domain.errors import BlobMissing, StoreUnavailable
 from engram_memory.services.read_ports import INVALIDATION_COMPLETE, JournalChange, RecordRow
 
@@ -175,8 +175,4 @@ class DynamoRecordReader:
         raise StoreUnavailable
 
     def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
-        try:
-            response: dict[str, Any] = getattr(self._client, operation)(**kwargs)
-        except (ClientError, BotoCoreError) as exc:
-            raise translate_error(exc) from exc
-        return response
+        return call_translated(self._client, operation, **kwargs)
