@@ -38,8 +38,9 @@ _TIME_CLAIMS = ("exp", "iat", "nbf")
 _AGENT_STRING_CLAIMS = ("tenant", "workspace", "principal", "agent_id", "session", "purpose_ref",
                         "audit_id", "jti")
 
-Clock = Callable[[], float]
-"""The clock port: seconds since the epoch (``time.time`` in production)."""
+SecondsClock = Callable[[], float]
+"""Seconds since the epoch (``time.time`` in production): JWT times are in seconds; every
+other clock of the project is ``services.ports.Clock`` (milliseconds)."""
 
 
 class UntrustedContext(Exception):
@@ -70,7 +71,7 @@ class HostTokenVerifier:
     audience: str
     tenant_id: str
     workspace_ids: tuple[str, ...]
-    clock: Clock
+    clock: SecondsClock
     leeway_s: int = DEFAULT_LEEWAY_S
 
     @classmethod
@@ -82,7 +83,7 @@ class HostTokenVerifier:
         audience: str,
         tenant_id: str,
         workspace_ids: tuple[str, ...],
-        clock: Clock,
+        clock: SecondsClock,
     ) -> HostTokenVerifier:
         """Load the host public key (Ed25519 or P-256) and bind the deployment's identity."""
         key = load_pem_public_key(pem.encode("ascii"))
@@ -99,7 +100,7 @@ class HostTokenVerifier:
         return ["EdDSA"] if isinstance(self.public_key, ed25519.Ed25519PublicKey) else ["ES256"]
 
 
-def verifier_from_settings(settings: Settings, clock: Clock) -> HostTokenVerifier:
+def verifier_from_settings(settings: Settings, clock: SecondsClock) -> HostTokenVerifier:
     """A verifier for the deployment described by ``settings`` (engram_memory.settings)."""
     return HostTokenVerifier.from_pem(
         settings.host_public_key_pem,

@@ -25,7 +25,6 @@ Log lines carry ``tool``, ``audit_id`` and ``token_id`` only: never arguments or
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
@@ -34,6 +33,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ValidationError
 
+from engram_memory.adapters.clock import SystemClock
 from engram_memory.contract.envelope import failure, failure_for_unexpected, success
 from engram_memory.contract.invocation import (
     ADJUDICATION_KIND,
@@ -100,12 +100,8 @@ MaintainerCheck = Callable[[str], str]
 """Verify a maintainer bearer token → its tenant; raise ``Unauthorized`` if it is not one."""
 
 _LOG_KEYS = ("tool", "audit_id", "token_id")
+_SYSTEM_CLOCK = SystemClock()
 _UNKNOWN_AUDIT_ID = "unavailable"
-
-
-def wall_clock_ms() -> int:
-    """Epoch milliseconds from the system clock (the default deadline clock)."""
-    return time.time_ns() // 1_000_000
 
 
 def serves_scope(scope: Scope, settings: Settings) -> bool:
@@ -169,7 +165,7 @@ def run_tool(
     binding: ToolBinding[ArgsT],
     event: object,
     *,
-    now_ms: Callable[[], int] = wall_clock_ms,
+    now_ms: Callable[[], int] = _SYSTEM_CLOCK.now_ms,
     serves: ScopeCheck = deployment_serves,
 ) -> dict[str, Any]:
     """Run one tool invocation and return the envelope dict (never raises).
