@@ -72,7 +72,7 @@ class GetService:
         """Return the record packet or raise NotFound."""
         if args.purpose_ref != ctx.purpose_ref:
             raise Unauthorized
-        system_as_of = self._records.journal_head(ctx.scope)
+        system_as_of = self._records.head_cursor(ctx.scope)
         now_ms = self._clock.now_ms()
         row = self._records.get_record(ctx.scope, args.record_id)
         purpose = visible_purpose(ctx.purpose_ref, self._purpose_scope)

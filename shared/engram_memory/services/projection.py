@@ -148,7 +148,7 @@ class ProjectionService:
     def catch_up_to_head(self, scope: Scope) -> None:
         """:meth:`catch_up` to the scope's current journal head (a projection saved before
         watermarks existed, or rebuilt empty, replays the whole journal this way)."""
-        self.catch_up(scope, self._records.journal_head(scope))
+        self.catch_up(scope, self._records.head_cursor(scope))
 
     def _index(self, key: RecordKey, row: RecordRow, record: Mapping[str, Any]) -> None:
         document = self._projection.document(key.scope, key.record_id)

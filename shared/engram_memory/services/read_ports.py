@@ -46,7 +46,7 @@ class JournalChange:
 class RecordReader(Protocol):
     """Canonical state in the main table, read with strong consistency."""
 
-    def journal_head(self, scope: Scope) -> int:
+    def head_cursor(self, scope: Scope) -> int:
         """The scope's journal head cursor (0 when nothing was ever written)."""
         ...
 

@@ -182,13 +182,13 @@ class SearchService:
         tail itself (read even without query terms when ``with_tail``: semantic needs it)."""
         terms = query_terms(query)
         if not terms:
-            head = self._records.journal_head(scope)
+            head = self._records.head_cursor(scope)
             if not with_tail:
                 return head, [], TailDelta()
             mark = self._projection.search_stats(scope, []).watermark
             return head, [], self._tail.delta(scope, mark, head)
         # One round trip for all three: the head, the stats with the watermark, the postings.
-        head_future = in_background(lambda: self._records.journal_head(scope))
+        head_future = in_background(lambda: self._records.head_cursor(scope))
         stats_future = in_background(lambda: self._projection.search_stats(scope, terms))
         # Each term reads its best postings (highest impact first) within one per-search
         # budget, all terms at once: cost and round trips are bounded (docs/search.md).

@@ -33,7 +33,7 @@ class DynamoRecordReader:
         self._client = client
         self._table = table_name
 
-    def journal_head(self, scope: Scope) -> int:
+    def head_cursor(self, scope: Scope) -> int:
         """The journal head cursor of the scope (0 before the first event)."""
         response = self._call(
             "get_item",
