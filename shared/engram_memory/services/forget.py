@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engram_memory.contract.inputs import ForgetArgs
 from engram_memory.contract.outputs import ForgetReceipt, ForgetValue, dump_value
 from engram_memory.domain.context import Tool
 from engram_memory.domain.lifecycle import Operation, State
@@ -54,7 +55,7 @@ class Forget(TargetMove):
         return tombstone, dump_value(value)
 
 
-class ForgetService(TargetMoveService):
+class ForgetService(TargetMoveService[ForgetArgs]):
     """The forget use case."""
 
     tool = Tool.FORGET

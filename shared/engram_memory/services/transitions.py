@@ -10,7 +10,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel
 
 from engram_memory.contract.validation import canonical_arguments
 from engram_memory.domain import receipts
@@ -28,11 +30,12 @@ from engram_memory.services.pipeline import (
 )
 
 if TYPE_CHECKING:
-    from pydantic import BaseModel
-
     from engram_memory.contract.outputs import OutputModel
     from engram_memory.domain.context import InvocationContext, Tool
     from engram_memory.services.ports import Change, ReadRequest, ReadResult
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
+"""The tool's validated argument model."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,13 +146,13 @@ class TargetMove(ABC):
         return build
 
 
-class TargetMoveService(PipelineService):
+class TargetMoveService(PipelineService, Generic[ArgsT]):
     """A gated tool that moves one target: ``execute`` runs its :class:`TargetMove`."""
 
     tool: ClassVar[Tool]
     move: ClassVar[type[TargetMove]]
 
-    def execute(self, ctx: InvocationContext, model: BaseModel) -> dict[str, Any]:
+    def execute(self, ctx: InvocationContext, args: ArgsT) -> dict[str, Any]:
         """Run the move for the validated arguments; the tool's ``value``."""
-        call = MutationCall.of_agent(ctx, self.tool, canonical_arguments(model))
+        call = MutationCall.of_agent(ctx, self.tool, canonical_arguments(args))
         return self._pipeline.run(call, lambda: self.move(call))

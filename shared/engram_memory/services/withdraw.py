@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from engram_memory.contract.inputs import WithdrawArgs
 from engram_memory.contract.outputs import WithdrawReceipt, WithdrawValue, dump_value
 from engram_memory.domain.context import Tool
 from engram_memory.domain.lifecycle import Operation, state_of_candidate
@@ -48,7 +49,7 @@ class Withdraw(TargetMove):
             key_destruction="complete"))
 
 
-class WithdrawService(TargetMoveService):
+class WithdrawService(TargetMoveService[WithdrawArgs]):
     """The withdraw use case."""
 
     tool = Tool.WITHDRAW
