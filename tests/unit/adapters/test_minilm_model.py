@@ -34,3 +34,15 @@ def test_embedding_is_deterministic() -> None:
     embedder = OnnxEmbedder(MODEL_DIR)
     text = "The boundary layer separates at high angles of attack."
     assert embedder.embed([text]) == embedder.embed([text])
+
+
+def test_a_vector_does_not_depend_on_what_else_is_embedded_with_it() -> None:
+    # The int8 graph quantizes activations with one scale per input tensor: run beside a
+    # longer text (and its padding), a text used to get another vector than alone.
+    embedder = OnnxEmbedder(MODEL_DIR)
+    text = "heat transfer in a laminar boundary layer"
+    alone = embedder.embed([text])[0]
+    neighbours = ["the flutter of a swept wing at supersonic speed " * 12, text,
+                  "a shock wave"]
+    assert embedder.embed(neighbours)[1] == alone
+    assert embedder.embed(list(reversed(neighbours)))[1] == alone

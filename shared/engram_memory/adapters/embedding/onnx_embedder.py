@@ -9,6 +9,12 @@ compares each file's size with the manifest, so a truncated or replaced model st
 loudly (a same-size corrupt graph fails onnxruntime's parse) without hashing 23 MB on
 every cold start. Pooling = mean over the attention mask, then L2 normalization (what
 all-MiniLM-L6-v2's ``1_Pooling/config.json`` specifies).
+
+Each text is run alone (a batch of one, no padding): the int8 graph quantizes its
+activations dynamically, with one scale per input tensor, so a text run beside others got
+a vector that depended on its neighbours and on their padding (up to 0.03 per coordinate on
+Cranfield, docs/search.md). Alone, a vector is a function of the text and the model only,
+so the projector, a re-index and a query agree whatever else is embedded with them.
 """
 
 from __future__ import annotations
@@ -23,7 +29,6 @@ from typing import Any
 from engram_memory.services.semantic_ports import EmbedderInfo, SemanticChannelError, Vector
 
 MANIFEST = "MANIFEST.json"
-_BATCH = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +77,7 @@ class _Loaded:
         self.inputs = {i.name for i in self.session.get_inputs()}
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         tokenizer.enable_truncation(max_length=manifest.max_tokens)
-        tokenizer.enable_padding(pad_id=0)
+        tokenizer.no_padding()  # tokenizer.json pads to 128; a text is run alone
         self.tokenizer = tokenizer
 
 
@@ -104,10 +109,8 @@ class OnnxEmbedder:
     def embed(self, texts: Sequence[str]) -> list[Vector]:
         """Unit vectors for ``texts`` (mean pooling over real tokens, L2 normalized)."""
         model = self._model()
-        out: list[Vector] = []
         try:
-            for start in range(0, len(texts), _BATCH):
-                out.extend(self._batch(model, list(texts[start:start + _BATCH])))
+            out = [self._one(model, text) for text in texts]
         except SemanticChannelError:
             raise
         except Exception:  # onnxruntime raises its own types; the caller needs one
@@ -130,12 +133,12 @@ class OnnxEmbedder:
                     raise SemanticChannelError from None
             return self._loaded
 
-    def _batch(self, model: _Loaded, texts: list[str]) -> list[Vector]:
+    def _one(self, model: _Loaded, text: str) -> Vector:
         import numpy as np
 
-        encodings = model.tokenizer.encode_batch(texts)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        encoding = model.tokenizer.encode(text)
+        ids = np.array([encoding.ids], dtype=np.int64)
+        mask = np.array([encoding.attention_mask], dtype=np.int64)
         feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in model.inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
@@ -146,4 +149,4 @@ class OnnxEmbedder:
         pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit = pooled / np.clip(norms, 1e-12, None)
-        return [tuple(float(x) for x in row) for row in unit]
+        return tuple(float(x) for x in unit[0])
