@@ -14,6 +14,7 @@ and redaction: services/paging.py, budget.py, redaction.py; the rules: docs/sear
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -162,13 +163,16 @@ class SearchService:
                  ) -> tuple[int, list[ScoredRecord], RankingProfile]:
         """The pinned head, the ranking and the profile it was made with (fused when the
         semantic channel is used; it reads the same journal tail as the lexical one)."""
+        channel = self._channels.semantic if use_semantic else None
+        # The query embedding and the vector index read run beside the lexical reads (one
+        # round trip for both channels); only the journal tail's correction waits for them.
+        nearest = (in_background(partial(channel.nearest, scope, args.query))
+                   if channel is not None else None)
         head, lexical, delta = self._rank(scope, args.query, use_semantic)
-        channel = self._channels.semantic
-        if not use_semantic or channel is None:
+        if channel is None or nearest is None:
             return head, lexical, self._channels.lexical_profile
         try:
-            vector = channel.embed_query(args.query)
-            semantic = channel.rank(scope, vector, semantic_tail(delta))
+            semantic = channel.with_tail(nearest.result(), semantic_tail(delta))
             profile = self._channels.fused_profile()
         except SemanticChannelError:
             if args.capability_policy.minimum_channels == "lexical_and_semantic":

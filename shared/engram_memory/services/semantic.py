@@ -9,6 +9,7 @@ model (id, dimension, file hash), the index, the text rule and the neighbours re
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from engram_memory.domain.canonical import DigestKind, digest
@@ -22,6 +23,14 @@ if TYPE_CHECKING:
 
 TEXT_RULE = "primary+decision+evidence+context/v1"
 _TEXT_FIELDS = ("primary", "decision", "evidence", "context")
+
+
+@dataclass(frozen=True, slots=True)
+class Nearest:
+    """A query's vector and the index's nearest records to it (before the journal tail)."""
+
+    vector: Vector
+    similarities: dict[str, float]
 
 
 def record_text(record_id: str, record: Mapping[str, Any]) -> str:
@@ -63,27 +72,29 @@ class SemanticChannel:
         """Delete the record's vector (absent is fine)."""
         self._index.delete(scope, record_id)
 
-    def embed_query(self, query: str) -> Vector:
-        """The query's vector."""
+    def nearest(self, scope: Scope, query: str) -> Nearest:
+        """Embed the query and read the index's nearest records (the channel's round trip,
+        which search runs beside its lexical reads)."""
         [vector] = self._embedder.embed([query])
-        return vector
+        return Nearest(vector, {h.record_id: h.similarity for h in
+                                self._index.query(scope, vector, self._top_k)})
 
-    def rank(self, scope: Scope, query_vector: Vector,
-             tail: Mapping[str, Mapping[str, Any] | None] | None = None) -> list[ScoredRecord]:
-        """The scope's nearest records by cosine, most similar first (ties: record_id).
+    def with_tail(self, nearest: Nearest,
+                  tail: Mapping[str, Mapping[str, Any] | None] | None = None
+                  ) -> list[ScoredRecord]:
+        """The index's answer corrected by the journal tail, ranked.
 
         ``tail`` maps the records of the journal tail (not yet applied by the projector) to
         their current record, or None when they are no longer current: those are embedded
         now (or dropped), so the channel reads its own writes like the lexical one.
         """
-        hits = {h.record_id: h.similarity for h in
-                self._index.query(scope, query_vector, self._top_k)}
+        hits = dict(nearest.similarities)
         current = {rid: rec for rid, rec in (tail or {}).items() if rec is not None}
         for record_id in tail or {}:
             hits.pop(record_id, None)
         vectors = self._embedder.embed([record_text(rid, rec) for rid, rec in current.items()])
         for record_id, vector in zip(current, vectors, strict=True):
-            hits[record_id] = sum(a * b for a, b in zip(vector, query_vector, strict=True))
+            hits[record_id] = sum(a * b for a, b in zip(vector, nearest.vector, strict=True))
         ranked = sorted(((round(s, SCORE_DECIMALS), rid) for rid, s in hits.items()),
                         key=lambda p: (-p[0], p[1]))
         return [ScoredRecord(rid, s) for s, rid in ranked[:self._top_k]]

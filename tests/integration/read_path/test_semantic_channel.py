@@ -8,10 +8,15 @@ search handler. Paraphrases that share no term with the record are the point.
 from __future__ import annotations
 
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from engram_memory import bootstrap
+from engram_memory.local.moto_s3vectors import MotoS3VectorsIndex
 
+from bench.aws_calls import RoundTripRecorder, sequential_round_trips
 from tests.integration.read_path.conftest import ReadPath, error_code, ids
 from tests.support.semantic import MODEL_DIR, SEMANTIC_ENV, create_vector_index, stored_keys
 
@@ -129,3 +134,34 @@ def test_a_record_is_found_by_meaning_before_the_projector_runs(semantic: ReadPa
     found = ids(semantic.search(PARAPHRASE, capability_policy=BOTH))
     assert fresh in found
     assert set(found) == {billing, newsletter, fresh}
+
+
+def test_the_vector_read_runs_beside_the_lexical_reads(
+    semantic: ReadPath, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    billing, _ = admit_two(semantic)
+    semantic.search(BILLING, capability_policy=BOTH)  # warm: model loaded, threads exist
+    spans: list[tuple[str, float, float]] = []
+    query = MotoS3VectorsIndex.query
+
+    def timed_query(self: MotoS3VectorsIndex, *args: Any) -> Any:
+        # What QueryVectors costs on AWS: a network round trip (GIL released).
+        start = time.perf_counter()
+        time.sleep(0.2)
+        try:
+            return query(self, *args)
+        finally:
+            spans.append(("QueryVectors", start, time.perf_counter()))
+
+    monkeypatch.setattr(MotoS3VectorsIndex, "query", timed_query)
+    recorder = RoundTripRecorder(network_latency_s=0.2).attach([bootstrap.dynamodb_client()])
+    try:
+        with recorder.measure() as calls:
+            found = ids(semantic.search("billing backoff policy", capability_policy=BOTH))
+    finally:
+        recorder.detach()
+    assert found[0] == billing
+    assert len(spans) == 1
+    assert any(name == "Query" for name, _, _ in calls)
+    # The vector read overlaps the lexical reads: it adds no round trip to the chain.
+    assert sequential_round_trips(calls + spans) == sequential_round_trips(calls)

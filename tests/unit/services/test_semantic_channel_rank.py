@@ -1,4 +1,4 @@
-"""SemanticChannel.rank over the real model and moto's index, with a journal tail.
+"""SemanticChannel.nearest + with_tail over the real model and moto's index, with a journal tail.
 
 The tail is what the projector has not applied yet: records current now are embedded at
 query time (found before their vector exists), records no longer current are dropped even
@@ -40,18 +40,18 @@ def test_the_tail_is_embedded_at_query_time_and_gone_records_are_dropped(
 ) -> None:
     channel.index_record(SCOPE, "mem_billing", record("Retry policy for failed card payments."))
     channel.index_record(SCOPE, "mem_lunch", record("The team lunch is on Fridays."))
-    query = channel.embed_query("how do we handle payment failures")
-    assert channel.rank(SCOPE, query)[0].record_id == "mem_billing"
+    nearest = channel.nearest(SCOPE, "how do we handle payment failures")
+    assert channel.with_tail(nearest)[0].record_id == "mem_billing"
     tail = {"mem_billing": None,  # forgotten, vector not yet deleted
             "mem_new": record("Declined payments are retried three times, then refunded.")}
-    ranked = [h.record_id for h in channel.rank(SCOPE, query, tail)]
+    ranked = [h.record_id for h in channel.with_tail(nearest, tail)]
     assert ranked == ["mem_new", "mem_lunch"]
 
 
 def test_another_scopes_vectors_are_never_ranked(channel: SemanticChannel) -> None:
     channel.index_record(Scope("tenant-a", "ws-other"), "mem_x", record("payment failures"))
     channel.index_record(SCOPE, "mem_y", record("The team lunch is on Fridays."))
-    query = channel.embed_query("payment failures")
-    assert [h.record_id for h in channel.rank(SCOPE, query)] == ["mem_y"]
+    ranked = channel.with_tail(channel.nearest(SCOPE, "payment failures"))
+    assert [h.record_id for h in ranked] == ["mem_y"]
     channel.remove(SCOPE, "mem_y")
-    assert channel.rank(SCOPE, query) == []
+    assert channel.with_tail(channel.nearest(SCOPE, "payment failures")) == []
