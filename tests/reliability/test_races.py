@@ -157,8 +157,11 @@ def test_concurrent_lifecycles_on_shared_targets_and_keys_keep_every_invariant(
     world.record("warm-up")  # build clients and services before the threads start
     candidates = _capture_phase(world)
     check_invariants(world)
+    # Which side wins the admission/withdraw race is timing: on a loaded box the withdraw
+    # (2 round trips) can win all of them. The forget race needs targets whatever happened,
+    # so two records admitted outside the race join the ones the race let through.
     records = _fate_phase(world, candidates)
-    assert records, "the race never let an admission win; the forget phase would be empty"
+    records += [world.record(f"forget target {n}") for n in range(2)]
     tasks: list[Task] = []
     owners: dict[str, str] = {}
     for record in records:
