@@ -17,24 +17,26 @@ service are bench/ranking_quality.py's.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 from pathlib import Path
 
-import numpy as np
 from engram_memory.adapters.embedding.onnx_embedder import OnnxEmbedder
-from engram_memory.domain.fusion import FusionConfig, fuse
-from engram_memory.domain.impact import top_postings
-from engram_memory.domain.ranking import (
-    DEFAULT_CONFIG,
-    FieldDocument,
-    ScoredRecord,
-    build_index,
-    score_postings,
-)
+from engram_memory.adapters.vectors.exact_top_k import exact_top_k
+from engram_memory.domain.fusion import SEMANTIC_TOP_K, FusionConfig, fuse
+from engram_memory.domain.impact import score_top_k
+from engram_memory.domain.ranking import FieldDocument, ScoredRecord, build_index
 from engram_memory.domain.tokenizer import query_terms
 from harness import ROOT, table
-from ir_eval import Collection, load_cranfield, mean, ndcg_at, ndcg_linear_at, recall_at
+from ir_eval import (
+    Collection,
+    load_cranfield,
+    mean,
+    ndcg_at,
+    ndcg_linear_at,
+    primary_text,
+    recall_at,
+    titles,
+)
 
 DATA = ROOT.parent / "shared" / "data" / "cranfield"
 Ranked = dict[str, list[ScoredRecord]]
@@ -56,19 +58,14 @@ def label(config: FusionConfig) -> str:
     return f"{config.rule} k={config.rrf_k} w_lex={config.lexical_weight}"
 
 
-def titles(folder: Path) -> dict[str, str]:
-    with (folder / "corpus.jsonl").open(encoding="utf-8") as fh:
-        return {row["_id"]: row.get("title", "") for row in map(json.loads, fh)}
-
-
 def primary(doc_id: str, text: str, title: dict[str, str]) -> str:
-    """The primary text the bench captures: the title, or the abstract's first 200 chars."""
-    return title[doc_id].strip() or text[:200]
+    """The primary text the service was given for a document."""
+    return primary_text(title[doc_id], text)
 
 
 def documents(collection: Collection, title: dict[str, str]) -> dict[str, str]:
     """The documents the service accepts (471 and 995 are empty: refused at capture)."""
-    return {d: text for d, text in collection.docs.items() if text.strip() or title[d].strip()}
+    return {d: text for d, text in collection.docs.items() if primary(d, text, title)}
 
 
 def lexical(collection: Collection, title: dict[str, str], judged: list[str]) -> Ranked:
@@ -76,13 +73,8 @@ def lexical(collection: Collection, title: dict[str, str], judged: list[str]) ->
     postings, stats = build_index(FieldDocument(d, {"primary": primary(d, text, title),
                                                     "context": text})
                                   for d, text in documents(collection, title).items())
-    out: Ranked = {}
-    for q in judged:
-        terms = query_terms(collection.queries[q])
-        k = DEFAULT_CONFIG.postings_for(len(terms))
-        out[q] = score_postings(terms, {t: top_postings(postings.get(t, []), k) for t in terms},
-                                stats, DEFAULT_CONFIG, {t: len(postings.get(t, [])) for t in terms})
-    return out
+    return {q: score_top_k(query_terms(collection.queries[q]), postings, stats)
+            for q in judged}
 
 
 def semantic(folder: Path, collection: Collection, title: dict[str, str],
@@ -91,13 +83,11 @@ def semantic(folder: Path, collection: Collection, title: dict[str, str],
     embedder = OnnxEmbedder(folder)
     docs = documents(collection, title)
     ids = list(docs)
-    vectors = np.array(embedder.embed([f"{primary(d, docs[d], title)}\n{docs[d]}" for d in ids]))
-    queries = np.array(embedder.embed([collection.queries[q] for q in judged]))
-    out: Ranked = {}
-    for row, q in zip(queries @ vectors.T, judged, strict=True):
-        top = sorted(range(len(ids)), key=lambda j: (-round(float(row[j]), 9), ids[j]))[:100]
-        out[q] = [ScoredRecord(ids[j], round(float(row[j]), 9)) for j in top]
-    return out
+    vectors = embedder.embed([f"{primary(d, docs[d], title)}\n{docs[d]}" for d in ids])
+    queries = embedder.embed([collection.queries[q] for q in judged])
+    return {q: [ScoredRecord(d, similarity) for d, similarity in
+                exact_top_k(query, ids, vectors, SEMANTIC_TOP_K)]
+            for q, query in zip(judged, queries, strict=True)}
 
 
 def measures(runs: dict[str, list[str]], collection: Collection, judged: list[str]) -> list[str]:

@@ -75,3 +75,15 @@ def recall_at(ranked: Sequence[str], gains: Mapping[str, int], k: int = 100) -> 
 def mean(values: Sequence[float]) -> float:
     """Arithmetic mean (0.0 for no values)."""
     return sum(values) / len(values) if values else 0.0
+
+
+def titles(folder: Path = DEFAULT_DIR) -> dict[str, str]:
+    """Each document's title (corpus.jsonl's ``title``; empty for some)."""
+    with (folder / "corpus.jsonl").open(encoding="utf-8") as fh:
+        return {row["_id"]: row.get("title", "") for row in map(json.loads, fh)}
+
+
+def primary_text(title: str, text: str) -> str:
+    """What the benches send as a document's primary component: its title, or the
+    abstract's first 200 characters when it has none (empty when both are)."""
+    return title.strip() or text[:200]

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import subprocess
@@ -49,7 +48,16 @@ from harness import (
     table,
     value_of,
 )
-from ir_eval import Collection, load_cranfield, mean, ndcg_at, ndcg_linear_at, recall_at
+from ir_eval import (
+    Collection,
+    load_cranfield,
+    mean,
+    ndcg_at,
+    ndcg_linear_at,
+    primary_text,
+    recall_at,
+    titles,
+)
 from reference_rankers import bm25s_plain, bm25s_stemmed, previous_release
 from semantic_costs import channel_costs
 
@@ -63,10 +71,7 @@ QUICK_HANDLERS = ("search", "projector")
 def load(folder: Path, limit: int | None) -> Collection:
     """The collection, or its first ``limit`` documents and the queries judged on them."""
     collection = load_cranfield(folder)
-    with (folder / "corpus.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            row = json.loads(line)
-            TITLES[row["_id"]] = row.get("title", "")
+    TITLES.update(titles(folder))
     if limit is None or limit >= len(collection.docs):
         return collection
     docs = dict(list(collection.docs.items())[:limit])
@@ -82,7 +87,7 @@ def capture_of(doc_id: str, text: str) -> dict[str, Any]:
     The title is sent as it is (the abstract's first 200 characters when it has none): an
     empty document stays empty, so the service refuses it as the contract says.
     """
-    title = TITLES.get(doc_id, "").strip() or text[:200]
+    title = primary_text(TITLES.get(doc_id, ""), text)
     arguments = capture_arguments(title, text, key=f"cranfield-doc-{doc_id:0>6}-capture")
     arguments["payload"]["components"][0]["text"] = title
     return arguments
