@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from aws_cdk import aws_iam as iam
+from engram_memory.adapters.dynamodb.waiting import INDEX_NAME as WAITING_INDEX
 
 from infra.constructs.keys import STREAM_READ_SERVICES
 from infra.constructs.storage import (
@@ -140,6 +141,11 @@ class AccessGrants:
             # state machine's ARN (docs/deploy.md, "Grants AWS does not settle").
             iam.PolicyStatement(actions=list(TASK_TOKEN_ACTIONS), resources=["*"]),
             self._main("host_api", ("dynamodb:GetItem", "dynamodb:UpdateItem")),
+            # Listing what waits: Query of the sparse waiting index, whose partition values
+            # are the workspaces' CONF# values (docs/confirmation.md, "Listing what waits").
+            table_statement(self._storage.main, ("dynamodb:Query",),
+                            leading_keys=MAIN_TABLE_PARTITIONS["host_api"],
+                            index=WAITING_INDEX),
             self._keys.storage_statement(write=True),
             # Adjudication runs in request_admission, the one function that may Decrypt.
             iam.PolicyStatement(actions=["lambda:InvokeFunction"],

@@ -9,6 +9,9 @@ from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from constructs import Construct
+from engram_memory.adapters.dynamodb.items import WAITING_PK, WAITING_SK
+from engram_memory.adapters.dynamodb.waiting import INDEX_NAME as WAITING_INDEX
+from engram_memory.adapters.dynamodb.waiting import PROJECTED_ATTRIBUTES as WAITING_PROJECTED
 
 if TYPE_CHECKING:
     from aws_cdk import aws_kms as kms
@@ -48,7 +51,7 @@ class TenantStorage(Construct):
         )
 
     def _build_main(self) -> dynamodb.Table:
-        return self._table(
+        main = self._table(
             "MainTable",
             stream=dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
@@ -57,6 +60,16 @@ class TenantStorage(Construct):
             deletion_protection=True,
             removal_policy=RemovalPolicy.RETAIN,
         )
+        # The sparse index of what waits for a human (adapters/dynamodb/waiting.py; local
+        # provisioning declares the same): only waiting items carry its key attributes.
+        main.add_global_secondary_index(
+            index_name=WAITING_INDEX,
+            partition_key=dynamodb.Attribute(name=WAITING_PK, type=dynamodb.AttributeType.STRING),
+            sort_key=dynamodb.Attribute(name=WAITING_SK, type=dynamodb.AttributeType.STRING),
+            projection_type=dynamodb.ProjectionType.INCLUDE,
+            non_key_attributes=list(WAITING_PROJECTED),
+        )
+        return main
 
     def _build_keys(self) -> dynamodb.Table:
         # No PITR, no stream, no backup: deleting a wrapped key must be a real shred.
@@ -81,12 +94,15 @@ class TenantStorage(Construct):
 
 
 def table_statement(table: dynamodb.ITable, actions: Sequence[str], *,
-                    leading_keys: Sequence[str] | None = None) -> iam.PolicyStatement:
-    """Item actions on one table, optionally only on partition keys matching patterns."""
+                    leading_keys: Sequence[str] | None = None,
+                    index: str | None = None) -> iam.PolicyStatement:
+    """Item actions on one table (or one of its indexes), optionally only on partition
+    keys matching patterns."""
     conditions = None
     if leading_keys:
         conditions = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": list(leading_keys)}}
-    return iam.PolicyStatement(actions=list(actions), resources=[table.table_arn],
+    resource = table.table_arn if index is None else f"{table.table_arn}/index/{index}"
+    return iam.PolicyStatement(actions=list(actions), resources=[resource],
                                conditions=conditions)
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from engram_memory import bootstrap
 from engram_memory.adapters.clock import SystemClock
 from engram_memory.adapters.dynamodb.confirmations import DynamoConfirmationStore
+from engram_memory.adapters.dynamodb.waiting import DynamoWaitingList
 from engram_memory.adapters.lambda_invoker import InvocationDeadline, lambda_invoker
 from engram_memory.adapters.stepfunctions.clients import GateClients, gate_clients
 from engram_memory.adapters.stepfunctions.workflow import StepFunctionsConfirmationWorkflow
@@ -82,6 +83,7 @@ def build_host_api(settings: Settings, clients: GateClients, invoker: ToolInvoke
         verifier=verifier_from_settings(settings, time.time),
         confirmations=build_confirmation_service(settings, clients),
         adjudicate=InvokedAdjudicator(invoker, new_adjudication_audit_id),
+        waiting=DynamoWaitingList(clients.dynamodb, settings.table_name),
     )
 
 

@@ -3,7 +3,9 @@
 ``POST /host/confirmations`` → the new confirmation (``elicitationRef``, ``state``, …);
 ``POST /host/confirmations/{ref}/decision`` → the settled state;
 ``GET  /host/confirmations/{ref}?workspace_id=…`` → the state;
-``POST /host/adjudications/{candidate_id}`` → the admission outcome.
+``POST /host/adjudications/{candidate_id}`` → the admission outcome;
+``GET  /host/confirmations?workspace_id=…&state=pending`` → a page of pending confirmations;
+``GET  /host/adjudications?workspace_id=…`` → a page of candidates held for adjudication.
 
 Every route needs a host-operator token carrying ``maintain`` (``Authorization: Bearer``);
 an agent token is refused with 403, anything else with 401. Bodies are closed models; any
@@ -27,7 +29,16 @@ from engram_memory.domain.canonical import is_digest
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.errors import EngramError, InvalidSchema, Unauthorized
 from engram_memory.domain.intent import operation_digest, target_of
-from engram_memory.gate.host_models import AdjudicationBody, ConfirmationRequestBody, DecisionBody
+from engram_memory.gate.host_models import (
+    AdjudicationBody,
+    AdjudicationPage,
+    ConfirmationPage,
+    ConfirmationRequestBody,
+    DecisionBody,
+    ListQuery,
+    WaitingCandidateView,
+    WaitingConfirmationView,
+)
 from engram_memory.host_token import (
     HostTokenVerifier,
     MaintainerIdentity,
@@ -37,6 +48,7 @@ from engram_memory.host_token import (
     verify_maintainer_token,
 )
 from engram_memory.services.confirmation import ConfirmationService, Decision
+from engram_memory.services.waiting import WaitingCandidate, WaitingConfirmation, WaitingList
 
 logger = logging.getLogger(__name__)
 
@@ -130,10 +142,12 @@ class HostApi:
         verifier: HostTokenVerifier,
         confirmations: ConfirmationService,
         adjudicate: Adjudicate,
+        waiting: WaitingList,
     ) -> None:
         self._verifier = verifier
         self._confirmations = confirmations
         self._adjudicate = adjudicate
+        self._waiting = waiting
 
     def handle(self, event: Mapping[str, Any]) -> dict[str, Any]:
         """Answer one HTTP API v2 event with a v2 response dict."""
@@ -180,6 +194,7 @@ class HostApi:
         target, digest = _operation(tool, body)
         created = self._confirmations.request(
             scope, tool, target, digest, body.principal, who.subject, body.ttl_seconds,
+            reason=_reason(body),
         )
         return _response(201, created.public_view())
 
@@ -198,6 +213,30 @@ class HostApi:
         found = self._confirmations.show(self._scope(workspace_id), ref)
         return _response(200, found.public_view())
 
+    def _pending_confirmations(self, request: _Request, _: MaintainerIdentity,
+                               __: str) -> dict[str, Any]:
+        query = _list_query(request, state_required=True)
+        try:
+            page = self._waiting.confirmations(self._scope(query.workspace_id), query.limit,
+                                               query.cursor)
+        except InvalidSchema:
+            raise _Refusal(400, _BAD_REQUEST) from None
+        listed = ConfirmationPage(items=[_confirmation_view(c) for c in page.items],
+                                  nextCursor=page.next_cursor)
+        return _response(200, listed.model_dump(exclude_none=True))
+
+    def _held_candidates(self, request: _Request, _: MaintainerIdentity,
+                         __: str) -> dict[str, Any]:
+        query = _list_query(request, state_required=False)
+        try:
+            page = self._waiting.adjudications(self._scope(query.workspace_id), query.limit,
+                                               query.cursor)
+        except InvalidSchema:
+            raise _Refusal(400, _BAD_REQUEST) from None
+        listed = AdjudicationPage(items=[_candidate_view(c) for c in page.items],
+                                  nextCursor=page.next_cursor)
+        return _response(200, listed.model_dump(exclude_none=True))
+
     def _adjudication(
         self, request: _Request, who: MaintainerIdentity, candidate_id: str,
     ) -> dict[str, Any]:
@@ -208,6 +247,51 @@ class HostApi:
         outcome = self._adjudicate(scope, candidate_id, body.decision,
                                    body.approver or who.subject, token)
         return _response(200, dict(outcome))
+
+
+def _reason(body: ConfirmationRequestBody) -> str:
+    """The agent's reason reference, when the host named the call by its arguments."""
+    reason = (body.arguments or {}).get("reason_ref")
+    return reason if isinstance(reason, str) else ""
+
+
+_LIST_PARAMETERS = frozenset({"workspace_id", "state", "limit", "cursor"})
+
+
+def _list_query(request: _Request, *, state_required: bool) -> ListQuery:
+    """The closed query of a listing route; any violation is the constant 400."""
+    query = dict(request.query)
+    allowed = _LIST_PARAMETERS if state_required else _LIST_PARAMETERS - {"state"}
+    if not set(query) <= allowed or (state_required and query.get("state") != "pending"):
+        raise _Refusal(400, _BAD_REQUEST)
+    values: dict[str, Any] = dict(query)
+    if "limit" in values:
+        limit = values["limit"]
+        if not (limit.isascii() and limit.isdigit() and len(limit) <= 3):
+            raise _Refusal(400, _BAD_REQUEST)
+        values["limit"] = int(limit)
+    try:
+        return ListQuery.model_validate(values)
+    except ValidationError:
+        raise _Refusal(400, _BAD_REQUEST) from None
+
+
+def _confirmation_view(found: WaitingConfirmation) -> WaitingConfirmationView:
+    return WaitingConfirmationView(
+        elicitationRef=found.elicitation_ref, state=found.state,  # type: ignore[arg-type]
+        capability=found.tool, target=found.target,  # type: ignore[arg-type]
+        reason=found.reason, principal=found.principal, requestedBy=found.requested_by,
+        createdAtMs=found.created_at_ms, expiresAtMs=found.expires_at_ms,
+    )
+
+
+def _candidate_view(found: WaitingCandidate) -> WaitingCandidateView:
+    return WaitingCandidateView(
+        candidateId=found.candidate_id, principal=found.principal,
+        capturedAtMs=found.captured_at_ms, heldAtMs=found.held_at_ms,
+        policyId=found.policy_id, policyVersion=found.policy_version,
+        payloadDigest=found.payload_digest,
+    )
 
 
 def _operation(tool: Tool, body: ConfirmationRequestBody) -> tuple[str, str]:
@@ -226,6 +310,8 @@ def _operation(tool: Tool, body: ConfirmationRequestBody) -> tuple[str, str]:
 _SEGMENT = r"([A-Za-z0-9_-]{1,128})"
 _ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("POST", re.compile(r"^/host/confirmations/?$"), HostApi._request),
+    ("GET", re.compile(r"^/host/confirmations/?$"), HostApi._pending_confirmations),
+    ("GET", re.compile(r"^/host/adjudications/?$"), HostApi._held_candidates),
     ("POST", re.compile(rf"^/host/confirmations/{_SEGMENT}/decision/?$"), HostApi._decide),
     ("GET", re.compile(rf"^/host/confirmations/{_SEGMENT}/?$"), HostApi._show),
     ("POST", re.compile(rf"^/host/adjudications/{_SEGMENT}/?$"), HostApi._adjudication),

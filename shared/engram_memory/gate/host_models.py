@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from engram_memory.services.confirmation import MAX_TTL_SECONDS
+from engram_memory.services.waiting import CURSOR_RE, DEFAULT_PAGE, MAX_PAGE
 
 
 def _opaque(value: str) -> str:
@@ -77,3 +78,56 @@ class AdjudicationBody(_Closed):
     workspace_id: OpaqueRef
     decision: Literal["accept", "reject"]
     approver: OpaqueRef | None = None
+
+
+class ListQuery(_Closed):
+    """``GET /host/confirmations?workspace_id=&state=pending`` and
+    ``GET /host/adjudications?workspace_id=``: one page of what waits.
+
+    Query strings are strings: ``limit`` is parsed by the route before validation.
+    """
+
+    workspace_id: OpaqueRef
+    state: Literal["pending"] | None = None
+    limit: int = Field(default=DEFAULT_PAGE, ge=1, le=MAX_PAGE)
+    cursor: Annotated[str, Field(pattern=CURSOR_RE.pattern)] | None = None
+
+
+class WaitingConfirmationView(_Closed):
+    """One pending confirmation as the listing returns it (no digest, no task token)."""
+
+    elicitationRef: str
+    state: Literal["requested", "awaiting_decision"]
+    capability: GatedCapability
+    target: str
+    reason: str
+    principal: str
+    requestedBy: str
+    createdAtMs: int
+    expiresAtMs: int
+
+
+class WaitingCandidateView(_Closed):
+    """One candidate held for adjudication (metadata only: its material stays sealed)."""
+
+    candidateId: str
+    principal: str
+    capturedAtMs: int
+    heldAtMs: int
+    policyId: str
+    policyVersion: str
+    payloadDigest: str
+
+
+class ConfirmationPage(_Closed):
+    """A page of pending confirmations; ``nextCursor`` when more remain."""
+
+    items: list[WaitingConfirmationView] = Field(max_length=MAX_PAGE)
+    nextCursor: str | None = None
+
+
+class AdjudicationPage(_Closed):
+    """A page of held candidates; ``nextCursor`` when more remain."""
+
+    items: list[WaitingCandidateView] = Field(max_length=MAX_PAGE)
+    nextCursor: str | None = None

@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from engram_memory.adapters.dynamodb.items import WAITING_PK, WAITING_SK
+from engram_memory.adapters.dynamodb.waiting import INDEX_NAME, PROJECTED_ATTRIBUTES
+
 if TYPE_CHECKING:
     from engram_memory.settings import Settings
 
@@ -25,7 +28,19 @@ _ATTRIBUTES = [
 ]
 
 
-def _create_table(client: Any, name: str, *, stream: bool) -> bool:
+def waiting_index() -> dict[str, Any]:
+    """The main table's sparse ``waiting`` GSI (adapters/dynamodb/waiting.py; CDK mirrors it)."""
+    return {
+        "IndexName": INDEX_NAME,
+        "KeySchema": [{"AttributeName": WAITING_PK, "KeyType": "HASH"},
+                      {"AttributeName": WAITING_SK, "KeyType": "RANGE"}],
+        "Projection": {"ProjectionType": "INCLUDE",
+                       "NonKeyAttributes": list(PROJECTED_ATTRIBUTES)},
+    }
+
+
+def _create_table(client: Any, name: str, *, stream: bool,
+                  indexes: list[dict[str, Any]] | None = None) -> bool:
     """Create one table; False when it already exists (provisioning is re-runnable)."""
     kwargs: dict[str, Any] = {
         "TableName": name,
@@ -33,6 +48,11 @@ def _create_table(client: Any, name: str, *, stream: bool) -> bool:
         "AttributeDefinitions": _ATTRIBUTES,
         "BillingMode": "PAY_PER_REQUEST",
     }
+    if indexes:
+        kwargs["GlobalSecondaryIndexes"] = indexes
+        kwargs["AttributeDefinitions"] = [*_ATTRIBUTES, *(
+            {"AttributeName": k["AttributeName"], "AttributeType": "S"}
+            for index in indexes for k in index["KeySchema"])]
     if stream:
         kwargs["StreamSpecification"] = {
             "StreamEnabled": True,
@@ -56,8 +76,10 @@ def _enable_ttl(client: Any, name: str) -> None:
 
 
 def create_tables(dynamodb_client: Any, settings: Settings) -> None:
-    """Create main (stream + PITR), keys (no stream, no PITR) and projection tables."""
-    if _create_table(dynamodb_client, settings.table_name, stream=True):
+    """Create main (stream + PITR + the sparse waiting GSI), keys (no stream, no PITR) and
+    projection tables."""
+    if _create_table(dynamodb_client, settings.table_name, stream=True,
+                     indexes=[waiting_index()]):
         dynamodb_client.update_continuous_backups(
             TableName=settings.table_name,
             PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True},

@@ -74,6 +74,8 @@ class ConfirmationRequest:
     created_at_ms: int
     ttl_seconds: int
     window_seconds: int
+    reason: str = ""
+    """The agent's ``reason_ref`` when the host named the call by its arguments, else ""."""
 
     @property
     def expires_at_ms(self) -> int:
@@ -213,7 +215,7 @@ class ConfirmationService:
 
     def request(
         self, scope: Scope, tool: Tool, target: str, operation_digest: str, principal: str,
-        requested_by: str, ttl_seconds: int = MAX_TTL_SECONDS,
+        requested_by: str, ttl_seconds: int = MAX_TTL_SECONDS, reason: str = "",
     ) -> Confirmation:
         """Start a confirmation for one gated call; returns it in state ``requested``."""
         if tool not in MUTATING_TOOLS or not is_digest(operation_digest):
@@ -227,7 +229,7 @@ class ConfirmationService:
             scope=scope, elicitation_ref=ref, tool=tool, target=target,
             operation_digest=operation_digest, principal=principal, requested_by=requested_by,
             created_at_ms=self._clock.now_ms(), ttl_seconds=ttl_seconds,
-            window_seconds=self._window_seconds,
+            window_seconds=self._window_seconds, reason=reason,
         )
         self._workflow.start(request)
         return self._await_recorded(scope, ref)

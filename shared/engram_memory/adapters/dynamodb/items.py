@@ -98,6 +98,28 @@ def expiry_sk(expires_at_ms: int, record_id: str) -> str:
     return f"{expires_at_ms:015d}#{record_id}"
 
 
+# The sparse ``waiting`` index (adapters/dynamodb/waiting.py): only waiting items carry these.
+WAITING_PK = "waiting_pk"
+WAITING_SK = "waiting_sk"
+CONFIRMATION_KIND = "C#"
+ADJUDICATION_KIND = "A#"
+
+
+def waiting_pk(scope: Scope) -> str:
+    """The waiting index partition of a workspace (its confirmation partition's value)."""
+    return f"CONF#{scope.tenant_id}#{scope.workspace_id}"
+
+
+def confirmation_waiting_sk(expires_at_ms: int, elicitation_ref: str) -> str:
+    """A pending confirmation's waiting sort key: soonest expiry first."""
+    return f"{CONFIRMATION_KIND}{expires_at_ms:015d}#{elicitation_ref}"
+
+
+def adjudication_waiting_sk(held_at_ms: int, candidate_id: str) -> str:
+    """A held candidate's waiting sort key: oldest hold first."""
+    return f"{ADJUDICATION_KIND}{held_at_ms:015d}#{candidate_id}"
+
+
 HEAD_SK = "HEAD"
 
 
@@ -248,9 +270,20 @@ def move_candidate(change: MoveCandidate, scope: Scope, main: str, keys: str,
     if change.shred:
         sets.append("blob_chunks = :zero")
         values[":zero"] = n(0)
+    # A hold (pending → pending) puts the candidate in the waiting index; any decision
+    # out of pending takes it out again.
+    if change.to_state == change.from_state:
+        names.update({"#wpk": WAITING_PK, "#wsk": WAITING_SK})
+        sets.extend(["#wpk = :wpk", "#wsk = :wsk"])
+        values[":wpk"] = s(waiting_pk(scope))
+        values[":wsk"] = s(adjudication_waiting_sk(at_ms, change.candidate_id))
+        removal = ""
+    else:
+        names.update({"#wpk": WAITING_PK, "#wsk": WAITING_SK})
+        removal = " REMOVE #wpk, #wsk"
     update = {"Update": {
         "TableName": main, "Key": key(scope_pk(scope), candidate_sk(change.candidate_id)),
-        "UpdateExpression": "SET " + ", ".join(sets),
+        "UpdateExpression": "SET " + ", ".join(sets) + removal,
         "ConditionExpression": "#state = :from",
         "ExpressionAttributeNames": names, "ExpressionAttributeValues": values,
     }}

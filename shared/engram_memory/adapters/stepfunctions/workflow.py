@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from engram_memory.adapters.dynamodb.confirmations import confirmation_key
+from engram_memory.adapters.dynamodb.items import confirmation_waiting_sk, waiting_pk
 from engram_memory.domain.errors import (
     EngramError,
     IllegalTransition,
@@ -63,6 +64,11 @@ def execution_input(request: ConfirmationRequest) -> dict[str, Any]:
         "ttl_seconds": request.ttl_seconds,
         "window_seconds": request.window_seconds,
         "window_seconds_n": str(request.window_seconds),
+        "reason": request.reason,
+        # The sparse waiting index (adapters/dynamodb/waiting.py): set by RecordRequest,
+        # removed by whichever state ends the wait.
+        "waiting_pk": waiting_pk(request.scope),
+        "waiting_sk": confirmation_waiting_sk(request.expires_at_ms, request.elicitation_ref),
     }
 
 
