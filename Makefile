@@ -16,12 +16,15 @@ $(STAMP): pyproject.toml
 serve: $(STAMP)
 	$(BIN)/engram-memory serve $(ARGS)
 
-## Run every test tier (unit, integration on moto, e2e over HTTP, CDK synthesis + cdk-nag).
-# The e2e tier runs in its own process: its local service runs a moto server inside the test
-# process, and moto's backends are process-global, so in-process mock_aws tests must not share it.
+## Run every test tier (unit, integration on moto, e2e over HTTP, CDK synthesis + cdk-nag,
+## the review page in headless Chromium).
+# The e2e and browser tiers run in their own processes: their local service runs a moto server
+# inside the test process, and moto's backends are process-global, so in-process mock_aws tests
+# must not share it. The browser tier needs Debian's chromium (.ci/run installs it).
 test: $(STAMP)
-	$(BIN)/python -m pytest --ignore=tests/e2e $(ARGS)
+	$(BIN)/python -m pytest --ignore=tests/e2e --ignore=tests/browser $(ARGS)
 	$(BIN)/python -m pytest tests/e2e $(ARGS)
+	$(BIN)/python -m pytest tests/browser $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check shared functions infra tests bench examples

@@ -38,6 +38,7 @@ from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
 from engram_memory.local.moto_server import LOOPBACK, MotoService, start_moto
 from engram_memory.local.projector_pump import run_projector_pump
 from engram_memory.local.queue_pump import run_queue_pump
+from engram_memory.local.review_page import review_routes
 from engram_memory.local.tokens import load_or_create_host_key, mint_agent_token, public_pem
 from engram_memory.mcp.server import (
     MCP_PATH,
@@ -200,11 +201,19 @@ def build_local_app(config: LocalConfig, settings: Settings, port: int) -> Any:
     """The ASGI app: MCP endpoint (in-process invoker), host routes, well-known metadata."""
     endpoint = build_endpoint(settings, InProcessInvoker(config.functions_dir))
     manager = session_manager(build_server(endpoint), transport_security(
-        _allowed_hosts(config.host, port, settings.allowed_hosts)))
+        _allowed_hosts(config.host, port, settings.allowed_hosts), settings.allowed_origins))
+    # The review page first: /host/review is a page, not a host route.
+    routes = [*review_routes(),
+              *host_routes(load_handler(config.functions_dir, "host_api"), endpoint.verifier())]
     return build_app(manager, issuer=settings.host_issuer,
                      resource_url=resource_url(config.host, port, settings.resource_url),
-                     extra_routes=host_routes(load_handler(config.functions_dir, "host_api"),
-                                              endpoint.verifier()))
+                     extra_routes=routes)
+
+
+def own_origins(host: str, port: int) -> list[str]:
+    """The origins of this listener: the review page it serves calls the host routes from
+    them, so they (and only they, plus ``ENGRAM_ALLOWED_ORIGINS``) pass the Origin check."""
+    return [f"http://{name}" for name in _allowed_hosts(host, port, ())]
 
 
 def resource_url(host: str, port: int, configured: str = "") -> str:
@@ -230,6 +239,13 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     threads = _start_pumps(settings, stop_event)
     sock = bind_listener(config.host, config.port)
     port = int(sock.getsockname()[1])
+    # The port is known only now: allow the page's own origins (the host_api handler reads
+    # them from the environment, so its per-container settings are rebuilt).
+    configured = os.environ.get(env_names.ALLOWED_ORIGINS, "")
+    os.environ[env_names.ALLOWED_ORIGINS] = ",".join(
+        [*own_origins(config.host, port), *([configured] if configured else [])])
+    _reset_wiring()
+    settings = Settings.from_env()
     uv_config = listener_config(build_local_app(config, settings, port),
                                 log_level=config.log_level,
                                 header_timeout_s=config.header_timeout_s)

@@ -1,0 +1,228 @@
+// engram-memory reference review page (docs/review.md). Plain JavaScript, no build step.
+// Rules a host copying it must keep:
+//  - the maintainer token lives in this closure only: never in storage, a cookie or a URL;
+//  - every value from the API is rendered with textContent, never parsed as HTML;
+//  - the page loads nothing but itself (the Content-Security-Policy forbids the rest).
+"use strict";
+
+(() => {
+  const API = "/host";          // a host serving the routes elsewhere changes this line
+  const REFRESH_MS = 5000;
+  const MAX_PAGES = 10;         // at most 10 pages of 100 per list and refresh
+
+  let token = null;             // the maintainer token, in memory only
+  let workspace = "";
+  let refreshTimer = null;
+  const outcomes = new Map();   // item key -> last decision outcome text (survives refresh)
+
+  const $ = (id) => document.getElementById(id);
+
+  function setStatus(text, isError) {
+    const status = $("status");
+    status.textContent = text;
+    status.classList.toggle("error", Boolean(isError));
+  }
+
+  async function call(method, path, body) {
+    const headers = { "Authorization": "Bearer " + token, "Accept": "application/json" };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    const response = await fetch(API + path, {
+      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+      cache: "no-store", credentials: "omit", referrerPolicy: "no-referrer",
+    });
+    let payload = null;
+    try { payload = await response.json(); } catch (_) { payload = null; }
+    return { status: response.status, payload };
+  }
+
+  function errorText(result) {
+    const error = result.payload && result.payload.error;
+    const code = error && typeof error.code === "string" ? error.code : "HTTP " + result.status;
+    const message = error && typeof error.message === "string" ? error.message : "";
+    return message ? code + ": " + message : code;
+  }
+
+  async function listAll(path, query) {
+    const items = [];
+    let cursor = null;
+    for (let page = 0; page < MAX_PAGES; page += 1) {
+      const params = new URLSearchParams(query);
+      params.set("limit", "100");
+      if (cursor) params.set("cursor", cursor);
+      const result = await call("GET", path + "?" + params.toString());
+      if (result.status !== 200) throw new Error(errorText(result));
+      items.push(...result.payload.items);
+      cursor = result.payload.nextCursor;
+      if (!cursor) break;
+    }
+    return items;
+  }
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined) node.textContent = String(text);
+    return node;
+  }
+
+  function details(pairs) {
+    const list = el("dl");
+    for (const [name, value] of pairs) {
+      list.append(el("dt", "", name), el("dd", "", value === "" ? "—" : value));
+    }
+    return list;
+  }
+
+  function when(ms) {
+    return new Date(ms).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+  }
+
+  function remaining(expiresAtMs) {
+    const left = Math.floor((expiresAtMs - Date.now()) / 1000);
+    if (left <= 0) return "expired";
+    const minutes = Math.floor(left / 60);
+    return (minutes ? minutes + " min " : "") + (left % 60) + " s left";
+  }
+
+  function tick() {
+    for (const item of document.querySelectorAll("li[data-expires-at-ms]")) {
+      const expiresAtMs = Number(item.dataset.expiresAtMs);
+      const expired = expiresAtMs <= Date.now();
+      item.querySelector(".ttl").textContent = remaining(expiresAtMs);
+      if (expired && !item.classList.contains("expired")) {
+        item.classList.add("expired");
+        for (const button of item.querySelectorAll("button")) button.disabled = true;
+      }
+    }
+  }
+
+  function decisionButtons(item, choices, decide) {
+    const actions = el("div", "actions");
+    for (const [label, decision, className] of choices) {
+      const button = el("button", className, label);
+      button.type = "button";
+      button.dataset.decision = decision;
+      button.addEventListener("click", async () => {
+        for (const b of actions.querySelectorAll("button")) b.disabled = true;
+        await decide(decision);
+      });
+      actions.append(button);
+    }
+    item.append(actions);
+  }
+
+  function outcomeLine(item, key) {
+    const line = el("p", "outcome", outcomes.get(key) || "");
+    item.append(line);
+    return line;
+  }
+
+  function renderConfirmation(c) {
+    const key = "conf:" + c.elicitationRef;
+    const item = el("li", "item");
+    item.dataset.ref = c.elicitationRef;
+    item.dataset.expiresAtMs = String(c.expiresAtMs);
+    item.append(el("div", "title", c.capability + " " + (c.target || "(new capture)")));
+    item.append(details([
+      ["reason", c.reason], ["for agent principal", c.principal],
+      ["requested by", c.requestedBy], ["requested at", when(c.createdAtMs)],
+      ["expires at", when(c.expiresAtMs)], ["state", c.state],
+      ["reference", c.elicitationRef],
+    ]));
+    const ttl = el("p", "ttl", remaining(c.expiresAtMs));
+    item.append(ttl);
+    const line = outcomeLine(item, key);
+    decisionButtons(item, [["Approve", "approve", "approve"], ["Reject", "reject", "reject"]],
+      async (decision) => {
+        const result = await call("POST",
+          "/confirmations/" + encodeURIComponent(c.elicitationRef) + "/decision",
+          { workspace_id: workspace, decision, approver: $("approver").value });
+        const text = result.status === 200
+          ? "Decision recorded: " + result.payload.state + " — give the agent reference " +
+            c.elicitationRef
+          : "Not decided: " + errorText(result);
+        outcomes.set(key, text);
+        line.textContent = text;
+        await refresh();
+      });
+    return item;
+  }
+
+  function renderCandidate(c) {
+    const key = "cand:" + c.candidateId;
+    const item = el("li", "item");
+    item.dataset.candidate = c.candidateId;
+    item.append(el("div", "title", "candidate " + c.candidateId));
+    item.append(details([
+      ["captured by", c.principal], ["captured at", when(c.capturedAtMs)],
+      ["held at", when(c.heldAtMs)], ["policy", c.policyId + " " + c.policyVersion],
+      ["payload digest", c.payloadDigest],
+    ]));
+    const line = outcomeLine(item, key);
+    decisionButtons(item, [["Accept", "accept", "approve"], ["Reject", "reject", "reject"]],
+      async (decision) => {
+        const result = await call("POST", "/adjudications/" + encodeURIComponent(c.candidateId),
+          { workspace_id: workspace, decision, approver: $("approver").value });
+        const text = result.status === 200
+          ? "Decided: " + result.payload.outcome.status
+          : "Not decided: " + errorText(result);
+        outcomes.set(key, text);
+        line.textContent = text;
+        await refresh();
+      });
+    return item;
+  }
+
+  function fill(listId, countId, items, render, emptyText) {
+    const list = $(listId);
+    list.replaceChildren(...(items.length ? items.map(render)
+      : [el("li", "empty", emptyText)]));
+    $(countId).textContent = "(" + items.length + ")";
+  }
+
+  async function refresh() {
+    if (token === null) return;
+    try {
+      const [pending, held] = await Promise.all([
+        listAll("/confirmations", { workspace_id: workspace, state: "pending" }),
+        listAll("/adjudications", { workspace_id: workspace }),
+      ]);
+      fill("confirmations", "confirmations-count", pending, renderConfirmation,
+        "No confirmation waits.");
+      fill("adjudications", "adjudications-count", held, renderCandidate,
+        "No candidate waits.");
+      tick();
+      setStatus("Workspace " + workspace + ": updated " + new Date().toLocaleTimeString() +
+        " (every " + REFRESH_MS / 1000 + " s).", false);
+    } catch (error) {
+      setStatus("Could not list: " + error.message, true);
+    }
+  }
+
+  function forgetToken() {
+    token = null;
+    clearInterval(refreshTimer);
+    refreshTimer = null;
+    $("forget-token").disabled = true;
+    $("confirmations").replaceChildren();
+    $("adjudications").replaceChildren();
+    setStatus("Token forgotten. Paste a maintainer token to begin.", false);
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    $("connect").addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const pasted = $("token").value.trim();
+      if (pasted) token = pasted;
+      $("token").value = "";          // the field does not keep it either
+      workspace = $("workspace").value.trim();
+      if (token === null || !workspace) return;
+      $("forget-token").disabled = false;
+      clearInterval(refreshTimer);
+      refreshTimer = setInterval(refresh, REFRESH_MS);
+      await refresh();
+    });
+    $("forget-token").addEventListener("click", forgetToken);
+    setInterval(tick, 1000);
+  });
+})();

@@ -1,0 +1,187 @@
+"""A person reviews what waits in the page, in Chromium, and the agent's call follows.
+
+capture → admission → the agent asks for a forget → the host records the confirmation →
+the page lists it → a click approves → the agent's forget, carrying the reference, commits.
+Also: the reject path, hostile values rendered as text, an item whose TTL runs out.
+Set ``ENGRAM_REVIEW_SCREENSHOTS=DIR`` to save the page's pictures (docs/review*.png).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx2
+from engram_memory.local.service import RunningService
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import WORKSPACE, maintainer_token
+from tests.e2e.conftest import connect
+from tests.e2e.test_memory_flow import capture_arguments
+
+PURPOSE = "purpose:e2e"
+PRINCIPAL = "local-user"
+TOOLS = ["search", "get", "capture", "request_admission", "forget"]
+HOSTILE = "<img src=x onerror=alert(1)>"
+T = TypeVar("T")
+SHOTS = os.environ.get("ENGRAM_REVIEW_SCREENSHOTS", "")
+
+
+def _agent(work: Coroutine[Any, Any, T]) -> T:
+    """Run an agent's MCP calls on their own thread (Playwright's sync API holds this one's
+    event loop)."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, work).result(timeout=60)
+
+
+def _envelope(result: Any) -> dict[str, Any]:
+    envelope: dict[str, Any] = result.structured_content
+    return envelope
+
+
+async def _call(service: RunningService, tool: str, arguments: dict[str, Any],
+                **claims: Any) -> dict[str, Any]:
+    token = service.mint(workspace=WORKSPACE, purpose_ref=PURPOSE, capabilities=TOOLS,
+                         principal=PRINCIPAL, **claims)
+    async with connect(service.mcp_url, token, "auto") as client:
+        return _envelope(await client.call_tool(f"engram_memory_{tool}", arguments))
+
+
+def _admitted_record(service: RunningService, text: str) -> str:
+    async def run() -> str:
+        captured = await _call(service, "capture", capture_arguments(text, PURPOSE))
+        candidate = captured["output"]["value"]["candidate_id"]
+        admitted = await _call(service, "request_admission", {
+            "candidate_id": candidate, "idempotency_key": "br-admit-" + secrets.token_hex(8)})
+        return str(admitted["output"]["value"]["outcome"]["record_id"])
+    return _agent(run())
+
+
+def _forget_arguments(record_id: str, reason: str = "reason:owner-request") -> dict[str, Any]:
+    return {"record_id": record_id, "idempotency_key": "br-forget-" + secrets.token_hex(8),
+            "reason_ref": reason}
+
+
+def _host_asks(service: RunningService, arguments: dict[str, Any], ttl: int = 120,
+               principal: str = PRINCIPAL) -> str:
+    """What the host does when its agent asks to forget: record a confirmation request."""
+    response = httpx2.post(service.base_url + "/host/confirmations", json={
+        "workspace_id": WORKSPACE, "capability": "forget", "principal": principal,
+        "arguments": arguments, "ttl_seconds": ttl,
+    }, headers={"Authorization": f"Bearer {maintainer_token(service)}"}, timeout=30)
+    assert response.status_code == 201, response.text
+    return str(response.json()["elicitationRef"])
+
+
+def _open(page: Page, service: RunningService) -> list[str]:
+    """Open the page, paste a token, show the workspace; the dialogs it raised, if any."""
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    page.goto(service.base_url + "/host/review")
+    page.fill("#token", maintainer_token(service))
+    page.fill("#workspace", WORKSPACE)
+    page.fill("#approver", "alice")
+    page.click("#show")
+    expect(page.locator("#status")).to_contain_text("Workspace " + WORKSPACE)
+    return dialogs
+
+
+def _item(page: Page, ref: str) -> Any:
+    return page.locator(f'#confirmations li[data-ref="{ref}"]')
+
+
+def _shot(page: Page, name: str) -> None:
+    if SHOTS:
+        page.screenshot(path=str(Path(SHOTS) / name), full_page=True)
+
+
+def test_a_person_approves_the_agents_forget_in_the_page_and_the_forget_commits(
+    service: RunningService, page: Page,
+) -> None:
+    marker = "wombat" + secrets.token_hex(3)
+    record_id = _admitted_record(service, f"The staging database is reset nightly ({marker}).")
+    forget = _forget_arguments(record_id)
+    asked = _agent(_call(service, "forget", forget, confirmation_ref="conf_none"))
+    assert asked["error"]["code"] == "gate_failed"   # no approval yet: nothing happens
+    ref = _host_asks(service, forget)
+
+    _open(page, service)
+    item = _item(page, ref)
+    expect(item).to_be_visible()
+    expect(item.locator(".title")).to_have_text(f"forget {record_id}")
+    expect(item).to_contain_text("reason:owner-request")
+    expect(item).to_contain_text(PRINCIPAL)
+    expect(item.locator(".ttl")).to_contain_text("left")
+    _shot(page, "review-page.png")
+    item.locator("button[data-decision=approve]").click()
+    expect(page.locator("#confirmations")).not_to_contain_text(ref, timeout=15_000)
+    expect(page.locator("#confirmations")).to_contain_text("No confirmation waits.")
+
+    forgotten = _agent(_call(service, "forget", forget, confirmation_ref=ref))
+    assert forgotten["ok"] is True, forgotten
+    assert forgotten["output"]["value"]["receipt"]["to_state"] == "tombstoned"
+    got = _agent(_call(service, "get", {"record_id": record_id, "purpose_ref": PURPOSE}))
+    assert got["error"]["code"] == "NOT_FOUND"
+
+
+def test_a_rejected_forget_never_commits(service: RunningService, page: Page) -> None:
+    record_id = _admitted_record(service, f"Invoices are archived after {secrets.token_hex(3)}.")
+    forget = _forget_arguments(record_id)
+    ref = _host_asks(service, forget)
+    _open(page, service)
+    _item(page, ref).locator("button[data-decision=reject]").click()
+    expect(_item(page, ref)).to_have_count(0, timeout=15_000)
+    refused = _agent(_call(service, "forget", forget, confirmation_ref=ref))
+    assert refused["error"]["code"] == "gate_failed"
+    got = _agent(_call(service, "get", {"record_id": record_id, "purpose_ref": PURPOSE}))
+    assert got["ok"] is True
+
+
+def test_hostile_values_show_as_the_characters_they_are(
+    service: RunningService, page: Page,
+) -> None:
+    # The captured content, the agent's reason and the principal all carry markup; the
+    # page shows the reason and principal (content stays in memory: the page lists
+    # metadata) as text, and nothing runs or loads.
+    record_id = _admitted_record(service, HOSTILE)
+    ref = _host_asks(service, _forget_arguments(record_id, reason=HOSTILE), principal=HOSTILE)
+    dialogs = _open(page, service)
+    item = _item(page, ref)
+    expect(item).to_be_visible()
+    texts = item.locator("dd").all_text_contents()
+    assert texts.count(HOSTILE) == 2           # reason and principal, character for character
+    assert page.locator("img").count() == 0
+    assert page.evaluate("() => document.querySelectorAll('[onerror]').length") == 0
+    page.wait_for_timeout(500)
+    assert dialogs == []
+    _shot(page, "review-page-hostile.png")
+    item.locator("button[data-decision=reject]").click()
+    expect(_item(page, ref)).to_have_count(0, timeout=15_000)
+
+
+def test_an_item_whose_ttl_runs_out_turns_expired_and_cannot_be_approved(
+    service: RunningService, page: Page,
+) -> None:
+    record_id = _admitted_record(service, f"Old tickets close after {secrets.token_hex(3)}.")
+    forget = _forget_arguments(record_id)
+    ref = _host_asks(service, forget, ttl=4)
+    _open(page, service)
+    item = _item(page, ref)
+    expect(item.locator(".ttl")).to_contain_text("left")
+    expect(item.locator(".ttl")).to_have_text("expired", timeout=10_000)
+    expect(item).to_have_class("item expired")
+    expect(item.locator("button[data-decision=approve]")).to_be_disabled()
+    _shot(page, "review-page-expired.png")
+    # The workflow marks it expired; the next refresh drops it from the list.
+    expect(_item(page, ref)).to_have_count(0, timeout=20_000)
+    decided = httpx2.post(service.base_url + f"/host/confirmations/{ref}/decision", json={
+        "workspace_id": WORKSPACE, "decision": "approve", "approver": "alice"},
+        headers={"Authorization": f"Bearer {maintainer_token(service)}"}, timeout=30)
+    assert decided.status_code == 409
+    refused = _agent(_call(service, "forget", forget, confirmation_ref=ref))
+    assert refused["error"]["code"] == "gate_failed"
