@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.utilities.batch import (
     BatchProcessor,
     EventType,
@@ -21,11 +21,13 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from engram_memory.composition import projection
 from engram_memory.domain.errors import EngramError, StoreUnavailable
+from engram_memory.metrics_namespace import METRICS_NAMESPACE
 from engram_memory.services.projection import event_key, record_key, records_in_images
 from engram_memory.tracing import tracer_for
 
 logger = Logger(service="engram-projector")
 tracer = tracer_for("engram-projector")
+metrics = Metrics(service="engram-projector", namespace=METRICS_NAMESPACE)  # cold starts
 # Whole-batch failures are reported like partial ones, so the stream retries from the
 # first failed record instead of the Lambda raising (and logging) a batch error.
 processor = BatchProcessor(event_type=EventType.DynamoDBStreams,
@@ -60,6 +62,7 @@ def record_handler(record: DynamoDBRecord) -> None:
 
 @logger.inject_lambda_context(log_event=False, clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
+@metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict[str, Any], context: LambdaContext
                    ) -> PartialItemFailureResponse:
     """Partial batch response (``batchItemFailures``) for one stream batch."""

@@ -17,6 +17,7 @@ from engram_memory.domain.context import Tool
 from infra import names
 from infra.constructs.access import AccessGrants
 from infra.constructs.api import EngramApi
+from infra.constructs.dashboard import OperatorDashboard
 from infra.constructs.functions import EngramFunctions, stack_environment
 from infra.constructs.gate import ConfirmationGate
 from infra.constructs.keys import TenantKeys
@@ -63,6 +64,11 @@ class TenantStack(Stack):
                              mcp_endpoint=self.functions.entry_points["mcp_endpoint"],
                              host_api=self.functions.entry_points["host_api"])
         self.monitoring = self._build_monitoring()
+        self.dashboard = OperatorDashboard(
+            self, "Operator", tenant_id=config.tenant_id, functions=self.functions.functions,
+            projector_dlq=self.projector_dlq, confirmation_queue=self.gate.queue,
+            confirmation_dlq=self.gate.dead_letter_queue,
+            state_machine=self.gate.state_machine, api=self.api.http_api)
         self._build_outputs()
         acknowledge_findings(self)
 

@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from aws_lambda_powertools import Metrics
+from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ValidationError
 
 from engram_memory.contract.validation import canonical_arguments, validate_arguments
@@ -47,10 +49,15 @@ from engram_memory.host_token import (
     verify_agent_token,
     verify_maintainer_token,
 )
+from engram_memory.metrics_namespace import METRICS_NAMESPACE
 from engram_memory.services.confirmation import ConfirmationService, Decision
 from engram_memory.services.waiting import WaitingCandidate, WaitingConfirmation, WaitingList
 
 logger = logging.getLogger(__name__)
+# The gate's outcomes as the host sees them (the operator dashboard plots them); flushed by
+# the host_api handler's ``log_metrics``. Counts only: never a reference or a value.
+SERVICE_NAME = "engram-host-api"
+metrics = Metrics(service=SERVICE_NAME, namespace=METRICS_NAMESPACE)
 
 Adjudicate = Callable[[Scope, str, str, str, str], Mapping[str, Any]]
 """``(scope, candidate_id, decision, approver, maintainer token) -> outcome`` (admission)."""
@@ -196,6 +203,7 @@ class HostApi:
             scope, tool, target, digest, body.principal, who.subject, body.ttl_seconds,
             reason=_reason(body),
         )
+        metrics.add_metric(name="confirmation.requested", unit=MetricUnit.Count, value=1)
         return _response(201, created.public_view())
 
     def _decide(self, request: _Request, who: MaintainerIdentity, ref: str) -> dict[str, Any]:
@@ -204,6 +212,7 @@ class HostApi:
         settled = self._confirmations.decide(
             scope, ref, Decision(body.decision), body.approver, who.subject,
         )
+        metrics.add_metric(name=f"confirmation.{body.decision}", unit=MetricUnit.Count, value=1)
         return _response(200, settled.public_view())
 
     def _show(self, request: _Request, _: MaintainerIdentity, ref: str) -> dict[str, Any]:
