@@ -49,7 +49,7 @@ from engram_memory.domain.errors import (
     InvalidSchema,
     Unauthorized,
 )
-from engram_memory.metrics_namespace import METRICS_NAMESPACE
+from engram_memory.metrics_namespace import METRICS_NAMESPACE, capture_cold_starts
 from engram_memory.settings import Settings
 from engram_memory.tracing import tracer_for
 
@@ -260,7 +260,7 @@ def lambda_entry(handler: LambdaHandler) -> LambdaHandler:
     """
     traced = tracer.capture_lambda_handler(capture_response=False, capture_error=False)
     entry: LambdaHandler = logger.inject_lambda_context(log_event=False, clear_state=True)(
-        traced(metrics.log_metrics(handler, capture_cold_start_metric=True)))
+        traced(metrics.log_metrics(handler, capture_cold_start_metric=capture_cold_starts())))
     return entry
 
 

@@ -5,8 +5,8 @@ Every module of ``shared/engram_memory`` and ``functions/`` that calls ``add_met
 Powertools ``Metrics`` instance gives the namespace and service dimension it publishes
 under). A metric name is a literal, an f-string (each ``{…}`` part matches an identifier),
 or a parameter of a helper whose callers pass literals / f-strings. ``log_metrics(...,
-capture_cold_start_metric=True)`` adds Powertools' ``ColdStart`` metric, with the extra
-``function_name`` dimension.
+capture_cold_start_metric=True | capture_cold_starts())`` adds Powertools' ``ColdStart``
+metric, with the extra ``function_name`` dimension.
 """
 
 from __future__ import annotations
@@ -38,6 +38,14 @@ class Publisher:
         if name == COLD_START:
             return self.cold_start and dimensions == {"service", "function_name"}
         return dimensions == {"service"} and any(p.fullmatch(name) for p in self.names)
+
+
+def _on(value: ast.expr) -> bool:
+    """``True``, or ``capture_cold_starts()`` (on wherever metrics are: AWS)."""
+    if isinstance(value, ast.Constant):
+        return value.value is True
+    return (isinstance(value, ast.Call) and isinstance(value.func, ast.Name)
+            and value.func.id == "capture_cold_starts")
 
 
 def _module_name(path: Path) -> str:
@@ -106,8 +114,8 @@ def publishers() -> dict[tuple[str, str], Publisher]:
                 publisher = out.setdefault(key, Publisher(*key))
                 if node.func.attr == "log_metrics":
                     publisher.cold_start |= any(
-                        k.arg == "capture_cold_start_metric" and isinstance(k.value, ast.Constant)
-                        and k.value.value is True for k in node.keywords)
+                        k.arg == "capture_cold_start_metric" and _on(k.value)
+                        for k in node.keywords)
                     continue
                 argument = _name_argument(node)
                 assert argument is not None

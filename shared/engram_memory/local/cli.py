@@ -22,21 +22,24 @@ from engram_memory.local.tokens import (
 BANNER = """\
 engram-memory local service
   MCP endpoint     {mcp}   (both protocol eras, stateless JSON)
+  review page      {review}   (what waits for a human)
   host routes      {base}/host/...
   metadata         {base}/.well-known/oauth-protected-resource
   tenant           {tenant}
   home             {home}{persist}
 
-Mint a host token (valid {ttl} s) in another terminal:
+Agent token (valid {ttl} s), in another terminal:
   engram-memory token{data_dir} --workspace default --purpose purpose:demo \\
       --capabilities search,get,capture,request_admission
 and send it as "Authorization: Bearer <token>" to {mcp}.
 
-withdraw / forget need a human confirmation bound to the exact call:
-  engram-memory confirm request --tool forget --arguments @args.json  # prints the elicitationRef
-  engram-memory confirm approve <ref>
-  engram-memory token ... --capabilities forget --confirmation-ref <ref>
-Press Ctrl-C to stop.
+Maintainer token to paste in the review page (valid {ttl} s;
+another: engram-memory token{data_dir} --maintainer):
+  {maintainer}
+
+withdraw / forget wait for a human: each confirmation waiting for a decision prints a line
+here; approve or reject it on the review page, then give the agent a token carrying
+--confirmation-ref <ref>. Press Ctrl-C to stop.
 """
 
 
@@ -143,14 +146,20 @@ def run_token(args: argparse.Namespace) -> int:
 
 def run_serve(args: argparse.Namespace) -> int:
     """Start the service in the foreground until Ctrl-C."""
+    from engram_memory.local.review_page import review_url
     from engram_memory.local.service import LocalConfig, serve_forever, start_service
 
     config = LocalConfig(host=args.host, port=args.port, data_dir=args.data_dir,
                          tenant=args.tenant, workspaces=tuple(_csv(args.workspaces)),
-                         log_level=args.log_level)
+                         log_level=args.log_level, console=True)
     service = start_service(config, background=False)
+    key = load_or_create_host_key(service.home / state.HOST_KEY_FILE)
+    maintainer = mint_maintainer_token(
+        key, issuer=service.identity.issuer, audience=service.identity.audience,
+        tenant=service.identity.tenant, now=time.time())
     print(BANNER.format(
-        mcp=service.mcp_url, base=service.base_url, tenant=service.identity.tenant,
+        mcp=service.mcp_url, base=service.base_url, review=review_url(service.base_url),
+        maintainer=maintainer, tenant=service.identity.tenant,
         home=service.home, ttl=DEFAULT_TTL_S,
         persist=" (state persisted on stop)" if args.data_dir else " (state in memory only)",
         data_dir=f" --data-dir {args.data_dir}" if args.data_dir else "",

@@ -13,11 +13,13 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from engram_memory.adapters.dynamodb.confirmations import DynamoConfirmationStore
 from engram_memory.adapters.stepfunctions.clients import gate_clients, sqs_client
 from engram_memory.composition.notifier import build_notifier
+from engram_memory.gate.notifier import ConfirmationNotifier
+from engram_memory.local.console import ConsoleHostNotifier
 
 if TYPE_CHECKING:
-    from engram_memory.gate.notifier import ConfirmationNotifier
     from engram_memory.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -59,10 +61,19 @@ def pump_once(
     return len(done)
 
 
-def run_queue_pump(settings: Settings, stop_event: threading.Event) -> None:
-    """Pump until ``stop_event`` is set (run it in a daemon thread)."""
+def run_queue_pump(settings: Settings, stop_event: threading.Event,
+                   review_url: str | None = None) -> None:
+    """Pump until ``stop_event`` is set (run it in a daemon thread).
+
+    With ``review_url`` (``engram-memory serve``) the console is the host: each confirmation
+    waiting for a decision is one printed line pointing at the review page.
+    """
     sqs = sqs_client(settings)
-    notifier = build_notifier(settings, gate_clients(settings))
+    clients = gate_clients(settings)
+    notifier = (ConfirmationNotifier(DynamoConfirmationStore(clients.dynamodb,
+                                                             settings.table_name),
+                                     ConsoleHostNotifier(review_url))
+                if review_url else build_notifier(settings, clients))
     while not stop_event.is_set():
         try:
             pump_once(sqs, settings.confirmation_queue_url, notifier, settings.region)

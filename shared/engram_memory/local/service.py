@@ -9,6 +9,7 @@ and SQS → notifier event sources. The very same handler files run in-process.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -38,7 +39,7 @@ from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
 from engram_memory.local.moto_server import LOOPBACK, MotoService, start_moto
 from engram_memory.local.projector_pump import run_projector_pump
 from engram_memory.local.queue_pump import run_queue_pump
-from engram_memory.local.review_page import review_routes
+from engram_memory.local.review_page import review_routes, review_url
 from engram_memory.local.tokens import load_or_create_host_key, mint_agent_token, public_pem
 from engram_memory.mcp.server import (
     MCP_PATH,
@@ -67,6 +68,8 @@ class LocalConfig:
     functions_dir: Path = field(default_factory=default_functions_dir)
     log_level: str = "warning"
     header_timeout_s: float = HEADER_TIMEOUT_S
+    console: bool = False
+    """Print a line per confirmation waiting for a decision (``engram-memory serve``)."""
 
 
 @dataclass
@@ -167,12 +170,16 @@ def _rebuild_projection() -> None:
                    PROJECTION_GENERATION, len(scopes))
 
 
-def _start_pumps(settings: Settings, stop_event: threading.Event) -> list[threading.Thread]:
+def _start_pumps(settings: Settings, stop_event: threading.Event,
+                 review: str | None) -> list[threading.Thread]:
     threads = []
-    pumps: tuple[Pump, ...] = (run_projector_pump, run_queue_pump, run_expiry_schedule)
+    pumps: tuple[Pump, ...] = (run_projector_pump,
+                               functools.partial(run_queue_pump, review_url=review),
+                               run_expiry_schedule)
     for pump in pumps:
+        name = getattr(pump, "__name__", None) or pump.func.__name__  # type: ignore[attr-defined]
         thread = threading.Thread(target=pump, args=(settings, stop_event),
-                                  name=pump.__name__, daemon=True)
+                                  name=name, daemon=True)
         thread.start()
         threads.append(thread)
     return threads
@@ -191,8 +198,12 @@ def bind_listener(host: str, port: int) -> socket.socket:
     return sock
 
 
+def _named(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 def _allowed_hosts(host: str, port: int, extra: tuple[str, ...]) -> list[str]:
-    named = f"[{host}]" if ":" in host else host
+    named = _named(host)
     hosts = {f"{named}:{port}", f"127.0.0.1:{port}", f"localhost:{port}", f"[::1]:{port}"}
     return sorted(hosts | set(extra))
 
@@ -227,6 +238,10 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     home = state.home_dir(config.data_dir)
     key = load_or_create_host_key(home / state.HOST_KEY_FILE)
     identity = state.load_identity(home, config.tenant)
+    # The handlers' Powertools loggers follow --log-level (warning by default), so the console
+    # shows what a person needs, not a JSON line per sweep or call; LOG_LEVEL-style
+    # overrides already in the environment win.
+    os.environ.setdefault("POWERTOOLS_LOG_LEVEL", config.log_level.upper())
     prepare_moto_dynamodb()  # serializable like DynamoDB: no lost commits under concurrency
     moto = start_moto()
     os.environ.update(_environment(config, identity, public_pem(key), LocalSettings.from_env()))
@@ -234,9 +249,6 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     _reset_wiring()
     if rebuild:
         _rebuild_projection()
-    settings = Settings.from_env()
-    stop_event = threading.Event()
-    threads = _start_pumps(settings, stop_event)
     sock = bind_listener(config.host, config.port)
     port = int(sock.getsockname()[1])
     # The port is known only now: allow the page's own origins (the host_api handler reads
@@ -246,6 +258,9 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
         [*own_origins(config.host, port), *([configured] if configured else [])])
     _reset_wiring()
     settings = Settings.from_env()
+    stop_event = threading.Event()
+    review = review_url(f"http://{_named(config.host)}:{port}") if config.console else None
+    threads = _start_pumps(settings, stop_event, review)
     uv_config = listener_config(build_local_app(config, settings, port),
                                 log_level=config.log_level,
                                 header_timeout_s=config.header_timeout_s)
