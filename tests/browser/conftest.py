@@ -67,7 +67,7 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture
 def page(browser: Browser) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1000, "height": 900},
+    context = browser.new_context(viewport={"width": 960, "height": 480},
                                   service_workers="block")
     opened = context.new_page()
     try:

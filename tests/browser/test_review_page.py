@@ -9,6 +9,7 @@ Set ``ENGRAM_REVIEW_SCREENSHOTS=DIR`` to save the page's pictures (docs/review*.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import secrets
 from collections.abc import Coroutine
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx2
+from engram_memory import bootstrap, env_names
 from engram_memory.local.service import RunningService
 from playwright.sync_api import Page, expect
 
@@ -185,3 +187,40 @@ def test_an_item_whose_ttl_runs_out_turns_expired_and_cannot_be_approved(
     assert decided.status_code == 409
     refused = _agent(_call(service, "forget", forget, confirmation_ref=ref))
     assert refused["error"]["code"] == "gate_failed"
+
+
+def test_a_person_accepts_a_held_candidate_and_the_agent_can_read_it(
+    service: RunningService, page: Page,
+) -> None:
+    marker = "numbat" + secrets.token_hex(3)
+    # The deployment's policy holds admissions for a human (set, then restored).
+    previous = os.environ.get(env_names.ADMISSION_MODE)
+    os.environ[env_names.ADMISSION_MODE] = "adjudicate"
+    bootstrap.reset()
+    try:
+        async def held() -> str:
+            captured = await _call(service, "capture", capture_arguments(
+                f"Pager duty rotates on Mondays ({marker}).", PURPOSE))
+            candidate = captured["output"]["value"]["candidate_id"]
+            admitted = await _call(service, "request_admission", {
+                "candidate_id": candidate,
+                "idempotency_key": "br-admit-" + secrets.token_hex(8)})
+            assert admitted["output"]["value"]["outcome"]["status"] == "pending_adjudication"
+            return str(candidate)
+        candidate = _agent(held())
+    finally:
+        if previous is None:
+            os.environ.pop(env_names.ADMISSION_MODE, None)
+        else:
+            os.environ[env_names.ADMISSION_MODE] = previous
+        bootstrap.reset()
+    _open(page, service)
+    item = page.locator(f'#adjudications li[data-candidate="{candidate}"]')
+    expect(item).to_contain_text(PRINCIPAL)
+    _shot(page, "review-page-adjudication.png")
+    item.locator("button[data-decision=accept]").click()
+    expect(item).to_have_count(0, timeout=15_000)
+    found = _agent(_call(service, "search", {"query": marker, "purpose_ref": PURPOSE}))
+    assert found["ok"] is True, found
+    assert [p for p in found["output"]["value"]["records"]
+            if marker in json.dumps(p["record"])], found
