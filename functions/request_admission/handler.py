@@ -16,6 +16,8 @@ from typing import Any
 from engram_memory import bootstrap
 from engram_memory.composition import admission
 from engram_memory.contract import registry
+from engram_memory.contract.invocation import INSPECT
+from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import Unauthorized
 from engram_memory.host_token import (
     UntrustedContext,
@@ -36,7 +38,15 @@ BINDING = ToolBinding(registry.REQUEST_ADMISSION, admission.service)
 
 
 def _adjudicator() -> Adjudicator:
-    return admission.service().adjudicate
+    service = admission.service()
+
+    def adjudicate(scope: Scope, candidate_id: str, decision: str,
+                   approver: str) -> dict[str, Any]:
+        if decision == INSPECT:  # the reviewer reads; nothing is decided
+            return service.inspect(scope, candidate_id)
+        return service.adjudicate(scope, candidate_id, decision, approver)
+
+    return adjudicate
 
 
 def _maintainer_tenant(token: str) -> str:

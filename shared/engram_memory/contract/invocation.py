@@ -28,6 +28,8 @@ MAX_TOKEN_BYTES = 16_384
 
 
 ADJUDICATION_KIND = "adjudication"
+INSPECT = "inspect"
+"""The adjudication ``decision`` that only reads: the candidate's payload for the reviewer."""
 
 
 def _no_key_separator(value: str) -> str:
@@ -113,7 +115,8 @@ class AdjudicationInvocation(BaseModel):
     tenant_id: ScopeId
     workspace_id: ScopeId
     candidate_id: CandidateId
-    decision: Literal["accept", "reject"]
+    # "inspect": the reviewer reads the held candidate's payload (nothing is decided).
+    decision: Literal["accept", "reject", "inspect"]
     approver: OpaqueRef
     audit_id: str = Field(min_length=1, max_length=256)
     # The host API's verified maintainer JWT, re-verified by the function. Optional in the

@@ -5,7 +5,8 @@
 ``GET  /host/confirmations/{ref}?workspace_id=…`` → the state;
 ``POST /host/adjudications/{candidate_id}`` → the admission outcome;
 ``GET  /host/confirmations?workspace_id=…&state=pending`` → a page of pending confirmations;
-``GET  /host/adjudications?workspace_id=…`` → a page of candidates held for adjudication.
+``GET  /host/adjudications?workspace_id=…`` → a page of candidates held for adjudication;
+``GET  /host/adjudications/{candidate_id}?workspace_id=…`` → its payload, for the reviewer.
 
 Every route needs a host-operator token carrying ``maintain`` (``Authorization: Bearer``);
 an agent token is refused with 403, anything else with 401. Bodies are closed models; any
@@ -26,14 +27,16 @@ from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ValidationError
 
+from engram_memory.contract.invocation import INSPECT
 from engram_memory.contract.validation import canonical_arguments, validate_arguments
 from engram_memory.domain.canonical import is_digest
 from engram_memory.domain.context import Scope, Tool
-from engram_memory.domain.errors import EngramError, InvalidSchema, Unauthorized
+from engram_memory.domain.errors import EngramError, InvalidSchema, StoreUnavailable, Unauthorized
 from engram_memory.domain.intent import operation_digest, target_of
 from engram_memory.gate.host_models import (
     AdjudicationBody,
     AdjudicationPage,
+    CandidateContent,
     ConfirmationPage,
     ConfirmationRequestBody,
     DecisionBody,
@@ -246,6 +249,21 @@ class HostApi:
                                   nextCursor=page.next_cursor)
         return _response(200, listed.model_dump(exclude_none=True))
 
+    def _held_candidate(self, request: _Request, who: MaintainerIdentity,
+                        candidate_id: str) -> dict[str, Any]:
+        workspace_id = request.query.get("workspace_id", "")
+        if set(request.query) != {"workspace_id"} or not workspace_id or "#" in workspace_id:
+            raise _Refusal(400, _BAD_REQUEST)
+        scope = self._scope(workspace_id)
+        # Only request_admission may decrypt: it reads the payload for this reviewer.
+        token = bearer_token(request.headers.get("authorization"))
+        found = self._adjudicate(scope, candidate_id, INSPECT, who.subject, token)
+        payload = found.get("payload")
+        if found.get("candidate_id") != candidate_id or not isinstance(payload, dict):
+            raise StoreUnavailable()
+        shown = CandidateContent(candidateId=candidate_id, payload=payload)
+        return _response(200, shown.model_dump())
+
     def _adjudication(
         self, request: _Request, who: MaintainerIdentity, candidate_id: str,
     ) -> dict[str, Any]:
@@ -324,6 +342,7 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("POST", re.compile(rf"^/host/confirmations/{_SEGMENT}/decision/?$"), HostApi._decide),
     ("GET", re.compile(rf"^/host/confirmations/{_SEGMENT}/?$"), HostApi._show),
     ("POST", re.compile(rf"^/host/adjudications/{_SEGMENT}/?$"), HostApi._adjudication),
+    ("GET", re.compile(rf"^/host/adjudications/{_SEGMENT}/?$"), HostApi._held_candidate),
 )
 
 

@@ -131,3 +131,11 @@ class AdjudicationPage(_Closed):
 
     items: list[WaitingCandidateView] = Field(max_length=MAX_PAGE)
     nextCursor: str | None = None
+
+
+class CandidateContent(_Closed):
+    """``GET /host/adjudications/{id}``: the held candidate's payload, for the reviewer only
+    (decrypted by request_admission; the host API logs and keeps none of it)."""
+
+    candidateId: str
+    payload: dict[str, Any]

@@ -111,6 +111,15 @@ class AdmissionService(PipelineService):
             Actor(principal=approver, agent_id="host", session_id="adjudication"))
         return self._pipeline.run(call, lambda: _Admission(self, call, candidate_id, decision))
 
+    def inspect(self, scope: Scope, candidate_id: str) -> dict[str, Any]:
+        """Host review: a pending candidate's payload, decrypted in memory for the person
+        who adjudicates it. Nothing is written, logged or kept; NOT_FOUND unless pending."""
+        first = self._store.read_together(scope, ReadRequest(
+            candidate_id=candidate_id, wrapped_key_of=candidate_id, chunks=(candidate_id, 1)))
+        candidate = _pending(first.candidate)
+        request, _ = self._open(scope, candidate, first)
+        return {"candidate_id": candidate_id, "payload": dict(request.payload)}
+
     # --- reads and decisions ------------------------------------------------------------
 
     def _open(self, scope: Scope, candidate: CandidateEntry,

@@ -161,12 +161,28 @@ def test_a_held_candidate_is_listed_until_the_host_adjudicates_it(
     assert held["heldAtMs"] >= held["capturedAtMs"]
     assert set(held) == {"candidateId", "principal", "capturedAtMs", "heldAtMs", "policyId",
                          "policyVersion", "payloadDigest"}
+    # The reviewer reads the payload (decrypted by request_admission, never logged).
+    status, shown = host_call("GET", f"{HELD}/{candidate}", token,
+                              query={"workspace_id": WORKSPACE_ID})
+    assert status == 200, shown
+    assert shown["candidateId"] == candidate
+    assert secret_text in [c["text"] for c in shown["payload"]["components"]]
+    agent = gate_env.agent_token(WORKSPACE_ID)
+    assert host_call("GET", f"{HELD}/{candidate}", agent,
+                     query={"workspace_id": WORKSPACE_ID})[0] == 403
+    assert host_call("GET", f"{HELD}/{candidate}", token,
+                     query={"workspace_id": WORKSPACE_ID, "x": "1"})[0] == 400
+    assert host_call("GET", f"{HELD}/cand_{'z' * 52}", token,
+                     query={"workspace_id": WORKSPACE_ID})[0] == 404
     status, decided = host_call("POST", f"{HELD}/{candidate}", token, {
         "workspace_id": WORKSPACE_ID, "decision": "reject", "approver": "carol@example.test"})
     assert status == 200, decided
     status, after = host_call("GET", HELD, token, query={"workspace_id": WORKSPACE_ID})
     assert status == 200
     assert candidate not in [i["candidateId"] for i in after["items"]]
+    # Rejected: shredded, so nothing can be read any more.
+    assert host_call("GET", f"{HELD}/{candidate}", token,
+                     query={"workspace_id": WORKSPACE_ID})[0] == 404
     assert secret_text not in caplog.text
 
 
