@@ -189,34 +189,57 @@ def test_an_item_whose_ttl_runs_out_turns_expired_and_cannot_be_approved(
     assert refused["error"]["code"] == "gate_failed"
 
 
-def test_a_person_accepts_a_held_candidate_and_the_agent_can_read_it(
-    service: RunningService, page: Page,
-) -> None:
-    marker = "numbat" + secrets.token_hex(3)
-    # The deployment's policy holds admissions for a human (set, then restored).
+def _held_candidate(service: RunningService, text: str) -> str:
+    """A candidate the deployment's policy held for a human (mode set, then restored)."""
     previous = os.environ.get(env_names.ADMISSION_MODE)
     os.environ[env_names.ADMISSION_MODE] = "adjudicate"
     bootstrap.reset()
     try:
         async def held() -> str:
-            captured = await _call(service, "capture", capture_arguments(
-                f"Pager duty rotates on Mondays ({marker}).", PURPOSE))
+            captured = await _call(service, "capture", capture_arguments(text, PURPOSE))
             candidate = captured["output"]["value"]["candidate_id"]
             admitted = await _call(service, "request_admission", {
                 "candidate_id": candidate,
                 "idempotency_key": "br-admit-" + secrets.token_hex(8)})
             assert admitted["output"]["value"]["outcome"]["status"] == "pending_adjudication"
             return str(candidate)
-        candidate = _agent(held())
+        return _agent(held())
     finally:
         if previous is None:
             os.environ.pop(env_names.ADMISSION_MODE, None)
         else:
             os.environ[env_names.ADMISSION_MODE] = previous
         bootstrap.reset()
+
+
+def test_a_held_candidate_whose_content_is_markup_shows_those_characters(
+    service: RunningService, page: Page,
+) -> None:
+    candidate = _held_candidate(service, HOSTILE)
+    dialogs = _open(page, service)
+    item = page.locator(f'#adjudications li[data-candidate="{candidate}"]')
+    item.locator("button[data-show=content]").click()
+    shown = item.locator(".content dd")
+    expect(shown.first).to_have_text(HOSTILE)
+    assert HOSTILE in shown.all_text_contents()
+    assert page.locator("img").count() == 0
+    page.wait_for_timeout(500)
+    assert dialogs == []
+    _shot(page, "review-page-hostile-content.png")
+    item.locator("button[data-decision=reject]").click()
+    expect(item).to_have_count(0, timeout=15_000)
+
+
+def test_a_person_accepts_a_held_candidate_and_the_agent_can_read_it(
+    service: RunningService, page: Page,
+) -> None:
+    marker = "numbat" + secrets.token_hex(3)
+    candidate = _held_candidate(service, f"Pager duty rotates on Mondays ({marker}).")
     _open(page, service)
     item = page.locator(f'#adjudications li[data-candidate="{candidate}"]')
     expect(item).to_contain_text(PRINCIPAL)
+    item.locator("button[data-show=content]").click()
+    expect(item.locator(".content")).to_contain_text(marker)
     _shot(page, "review-page-adjudication.png")
     item.locator("button[data-decision=accept]").click()
     expect(item).to_have_count(0, timeout=15_000)

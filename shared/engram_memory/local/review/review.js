@@ -14,6 +14,7 @@
   let workspace = "";
   let refreshTimer = null;
   const outcomes = new Map();   // item key -> last decision outcome text (survives refresh)
+  const contents = new Map();   // candidate key -> payload read on request (memory only)
 
   const $ = (id) => document.getElementById(id);
 
@@ -148,6 +149,25 @@
     return item;
   }
 
+  // The payload as the agent captured it: every string shown as text, never as markup.
+  function renderContent(target, payload) {
+    const components = Array.isArray(payload.components) ? payload.components : [];
+    const list = el("dl", "components");
+    for (const component of components) {
+      const name = String(component.kind || "component") +
+        (component.component_id === payload.primary_component_id ? " (primary)" : "");
+      list.append(el("dt", "", name), el("dd", "", String(component.text ?? "")));
+    }
+    const citations = Array.isArray(payload.citations) ? payload.citations : [];
+    for (const citation of citations) {
+      const locator = citation.locator ? String(citation.locator.value ?? "") : "";
+      list.append(el("dt", "", "cites"), el("dd", "", String(citation.source_ref ?? "") +
+        (locator ? " — " + locator : "")));
+    }
+    list.append(el("dt", "", "purpose"), el("dd", "", String(payload.purpose_ref ?? "")));
+    target.replaceChildren(list);
+  }
+
   function renderCandidate(c) {
     const key = "cand:" + c.candidateId;
     const item = el("li", "item");
@@ -158,6 +178,24 @@
       ["held at", when(c.heldAtMs)], ["policy", c.policyId + " " + c.policyVersion],
       ["payload digest", c.payloadDigest],
     ]));
+    const content = el("div", "content");
+    const show = el("button", "", "Show content");
+    show.type = "button";
+    show.dataset.show = "content";
+    show.addEventListener("click", async () => {
+      show.disabled = true;
+      const result = await call("GET", "/adjudications/" + encodeURIComponent(c.candidateId) +
+        "?" + new URLSearchParams({ workspace_id: workspace }).toString());
+      if (result.status !== 200) {
+        content.replaceChildren(el("p", "outcome", "Could not read: " + errorText(result)));
+        show.disabled = false;
+        return;
+      }
+      contents.set(key, result.payload.payload);
+      renderContent(content, result.payload.payload);
+    });
+    if (contents.has(key)) renderContent(content, contents.get(key));
+    item.append(show, content);
     const line = outcomeLine(item, key);
     decisionButtons(item, [["Accept", "accept", "approve"], ["Reject", "reject", "reject"]],
       async (decision) => {
@@ -201,6 +239,7 @@
 
   function forgetToken() {
     token = null;
+    contents.clear();
     clearInterval(refreshTimer);
     refreshTimer = null;
     $("forget-token").disabled = true;
