@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 BENCHES = {
     "tool_latency.py": "| tool | direct p50 ms |",
-    "throughput.py": "| clients | captures/s |",
+    "throughput.py": "| workspaces | clients | captures/s |",
     "ranking_quality.py": "| ranker | nDCG@10 lin | nDCG@10 exp | Recall@10 | Recall@100 |",
     "cold_start.py": "| module | import ms | × import boto3 |",
 }
