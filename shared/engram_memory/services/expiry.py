@@ -25,14 +25,8 @@ from engram_memory.domain.journal import Actor, JournalHead, build_event
 from engram_memory.domain.lifecycle import TRANSITIONS, Operation, State
 from engram_memory.domain.principals import SWEEPER_PRINCIPAL
 from engram_memory.domain.records import RETAIN
-from engram_memory.services.commit_retry import no_deadline
-from engram_memory.services.mutation import (
-    Sleep,
-    TimeLeft,
-    commit_fenced,
-    stored_result,
-    with_rereads,
-)
+from engram_memory.services.commit_retry import TimeLeft, no_deadline
+from engram_memory.services.mutation import Sleep, commit_fenced, stored_result, with_rereads
 from engram_memory.services.ports import (
     Clock,
     DueExpiry,

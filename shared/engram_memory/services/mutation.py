@@ -28,10 +28,9 @@ from engram_memory.services.commit_retry import (
     HEAD_POLICY,
     REREAD_POLICY,
     Backoff,
+    TimeLeft,
     no_deadline,
 )
-from engram_memory.services.commit_retry import Sleep as Sleep  # re-exported: the use cases'
-from engram_memory.services.commit_retry import TimeLeft as TimeLeft
 from engram_memory.services.ports import (
     CommitConflict,
     ConfirmationGate,
@@ -46,6 +45,7 @@ if TYPE_CHECKING:
     from engram_memory.domain.journal import JournalHead
 
 V = TypeVar("V")
+Sleep = Callable[[float], None]
 
 
 def stored_result(
