@@ -9,8 +9,9 @@ Design costs apart from the stand-in's (issue 25 item 1), per size: p50/p95/p99 
 search handler; sequential round trips of each timed search (bench/aws_calls.py, with the
 delay); DynamoDB read units per search **computed from the item sizes** the calls
 returned (moto's ``ConsumedCapacity`` is not DynamoDB's): per ``GetItem``/``BatchGetItem``
-item its size rounded up to 4 KB, per ``Query`` the sum of its items' sizes rounded up
-to 4 KB, halved when eventually consistent; the handler's own CPU time = the process's CPU
+item its size rounded up to 4 KB, per ``Query`` the sum of its items' whole sizes
+(a projected item plus its partition key) rounded up to 4 KB, halved when eventually
+consistent; the handler's own CPU time = the process's CPU
 time during the call minus the CPU moto spent answering its requests (each call's thread
 CPU from ``request-created`` to the bench's ``before-send`` hook, which runs after moto's
 built-in one has produced the response); and, beside it, the vector query the semantic
@@ -222,6 +223,10 @@ class CostMeter:
         events.register("after-call.dynamodb.*", self._read)
 
     def _params(self, params: dict[str, Any], **_: Any) -> None:
+        # A Query is charged for whole items: its projected items lack the partition key.
+        key = params.get("ExpressionAttributeValues", {}).get(":pk", {}).get("S", "")
+        self._local.missing_pk = 2 + len(key.encode()) if "ProjectionExpression" in params \
+            and "pk" not in params["ProjectionExpression"].split(", ") else 0
         self._local.consistent = bool(params.get("ConsistentRead")) or any(
             bool(spec.get("ConsistentRead")) for spec in params.get("RequestItems", {}).values()
             if isinstance(spec, dict))
@@ -238,7 +243,9 @@ class CostMeter:
     def _read(self, parsed: dict[str, Any], model: Any, **_: Any) -> None:
         factor = 1.0 if getattr(self._local, "consistent", False) else 0.5
         if model.name == "Query":
-            units = math.ceil(sum(item_size(i) for i in parsed.get("Items", [])) / 4096)
+            missing = getattr(self._local, "missing_pk", 0)
+            units = math.ceil(sum(item_size(i) + missing for i in parsed.get("Items", []))
+                              / 4096)
         elif model.name == "GetItem":
             units = math.ceil(item_size(parsed["Item"]) / 4096) if "Item" in parsed else 1
         elif model.name == "BatchGetItem":

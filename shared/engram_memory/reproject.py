@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import boto3
+from botocore.exceptions import BotoCoreError, ClientError
 
 from engram_memory.domain.context import Scope
 from engram_memory.services.projection import (
@@ -295,8 +296,12 @@ class _Lines:
 def _progress(enabled: bool, client: Any, checkpoint: Checkpoint) -> _Bar | _Lines | None:
     if not enabled:
         return None
-    # DynamoDB refreshes ItemCount about every six hours: the ETA is an estimate.
-    total = client.describe_table(TableName=checkpoint.table)["Table"].get("ItemCount")
+    # DynamoDB refreshes ItemCount about every six hours: the ETA is an estimate. Without
+    # dynamodb:DescribeTable the bar still counts, with no total and no ETA.
+    try:
+        total = client.describe_table(TableName=checkpoint.table)["Table"].get("ItemCount")
+    except (ClientError, BotoCoreError):
+        total = None
     try:
         return _Bar(int(total) if total else None, checkpoint)
     except ImportError:
