@@ -262,9 +262,10 @@ def lambda_entry(handler: LambdaHandler) -> LambdaHandler:
     Neither the response (memory content) nor an exception's text (it may quote content)
     ever goes into a trace.
     """
+    handler = _within_lambda_time(handler)
     traced = tracer.capture_lambda_handler(capture_response=False, capture_error=False)
     entry: LambdaHandler = logger.inject_lambda_context(log_event=False, clear_state=True)(
-        traced(metrics.log_metrics(_within_lambda_time(handler))))
+        traced(metrics.log_metrics(handler)))
     return entry
 
 
