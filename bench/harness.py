@@ -196,9 +196,9 @@ class Bench:
 
     # --- over MCP -------------------------------------------------------------------------
 
-    def token(self, confirmation_ref: str | None = None) -> str:
-        """A host token for the bench principal (all six tools)."""
-        return self.service.mint(workspace=WORKSPACE, purpose_ref=PURPOSE,
+    def token(self, confirmation_ref: str | None = None, workspace: str = WORKSPACE) -> str:
+        """A host token for the bench principal (all six tools) in ``workspace``."""
+        return self.service.mint(workspace=workspace, purpose_ref=PURPOSE,
                                  capabilities=ALL_TOOLS, principal=PRINCIPAL,
                                  confirmation_ref=confirmation_ref)
 

@@ -1,7 +1,23 @@
 """Search latency, DynamoDB calls, round trips and postings read per search at 1k/10k/50k.
 
 Run: ``.venv/bin/python bench/search_scale.py [--sizes 1000,10000,50000] [--rounds 3]
-[--k 1000]`` (``--k``: postings read per query term, ENGRAM_SEARCH_POSTINGS_PER_TERM).
+[--k 1000] [--aws-delay-ms 5]`` (``--k``: postings read per query term,
+ENGRAM_SEARCH_POSTINGS_PER_TERM; ``--aws-delay-ms``: a fixed delay slept in every AWS
+call's ``before-call``, the network round trip moto does not have).
+
+Design costs apart from the stand-in's (issue 25 item 1), per size: p50/p95/p99 of the
+search handler; sequential round trips of each timed search (bench/aws_calls.py, with the
+delay); DynamoDB read units per search **computed from the item sizes** the calls
+returned (moto's ``ConsumedCapacity`` is not DynamoDB's): per ``GetItem``/``BatchGetItem``
+item its size rounded up to 4 KB, per ``Query`` the sum of its items' whole sizes
+(a projected item plus its partition key) rounded up to 4 KB, halved when eventually
+consistent; the handler's own CPU time = the process's CPU
+time during the call minus the CPU moto spent answering its requests (each call's thread
+CPU from ``request-created`` to the bench's ``before-send`` hook, which runs after moto's
+built-in one has produced the response); and, beside it, the vector query the semantic
+channel would make: an exact cosine top-k over as many 384-dimension vectors as records
+(``adapters/vectors/exact_top_k``, the local index's search; in AWS it is S3 Vectors'
+``QueryVectors``, one round trip not measured here).
 
 Records are synthetic (a Zipf-distributed pseudo-word vocabulary, fixed seed) and loaded
 in bulk: record items through the write path's own item mapping (``items.put_record``),
@@ -17,12 +33,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import random
 import statistics
+import threading
 import time
 from itertools import accumulate
-from typing import Any
+from typing import Any, cast
 
 BASE_ENV = {
     "AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench",
@@ -164,6 +182,106 @@ def previous_read_pattern() -> None:
     service._config = dataclasses.replace(service._config, postings_budget=10**9)
 
 
+def item_size(item: dict[str, Any]) -> int:
+    """DynamoDB's item size: attribute names plus values (numbers ≈ digits / 2 + 1)."""
+    return sum(len(name.encode()) + value_size(value) for name, value in item.items())
+
+
+def value_size(value: dict[str, Any]) -> int:
+    """Size of one typed attribute value."""
+    kind, inner = next(iter(value.items()))
+    if kind == "S":
+        return len(inner.encode())
+    if kind == "N":
+        return len(inner.lstrip("-").replace(".", "")) // 2 + 1
+    if kind == "B":
+        return len(inner)
+    if kind in ("SS", "NS", "BS"):
+        return sum(value_size({kind[0]: v}) for v in inner)
+    if kind == "M":
+        return 3 + item_size(inner)
+    if kind == "L":
+        return 3 + sum(1 + value_size(v) for v in inner)
+    return 1  # BOOL, NULL
+
+
+class CostMeter:
+    """Read units and moto's CPU per call of the search handler's DynamoDB client."""
+
+    def __init__(self, client: Any) -> None:
+        """Hook the client; every thread's calls count (one search runs at a time)."""
+        self.read_units = 0.0
+        self.moto_cpu_s = 0.0
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        events = client.meta.events
+        events.register("before-parameter-build.dynamodb.*", self._params)
+        events.register("request-created.dynamodb.*", self._sent)
+        # Generic, not "before-send.dynamodb.*": botocore runs more specific handlers
+        # first, and this one must run after moto's built-in "before-send" stubber.
+        events.register("before-send", self._answered)
+        events.register("after-call.dynamodb.*", self._read)
+
+    def _params(self, params: dict[str, Any], **_: Any) -> None:
+        # A Query is charged for whole items: its projected items lack the partition key.
+        key = params.get("ExpressionAttributeValues", {}).get(":pk", {}).get("S", "")
+        self._local.missing_pk = 2 + len(key.encode()) if "ProjectionExpression" in params \
+            and "pk" not in params["ProjectionExpression"].split(", ") else 0
+        self._local.consistent = bool(params.get("ConsistentRead")) or any(
+            bool(spec.get("ConsistentRead")) for spec in params.get("RequestItems", {}).values()
+            if isinstance(spec, dict))
+
+    def _sent(self, **_: Any) -> None:
+        self._local.cpu = time.thread_time()
+
+    def _answered(self, **_: Any) -> None:
+        # moto's stubber (a built-in before-send handler) ran just before this one.
+        spent = time.thread_time() - getattr(self._local, "cpu", time.thread_time())
+        with self._lock:
+            self.moto_cpu_s += spent
+
+    def _read(self, parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        factor = 1.0 if getattr(self._local, "consistent", False) else 0.5
+        if model.name == "Query":
+            missing = getattr(self._local, "missing_pk", 0)
+            units = math.ceil(sum(item_size(i) + missing for i in parsed.get("Items", []))
+                              / 4096)
+        elif model.name == "GetItem":
+            units = math.ceil(item_size(parsed["Item"]) / 4096) if "Item" in parsed else 1
+        elif model.name == "BatchGetItem":
+            units = sum(math.ceil(item_size(i) / 4096)
+                        for items in parsed.get("Responses", {}).values() for i in items)
+        else:
+            return
+        with self._lock:
+            self.read_units += factor * max(units, 1 if model.name != "BatchGetItem" else 0)
+
+    def take(self) -> tuple[float, float]:
+        """(read units, moto CPU seconds) since the last take."""
+        with self._lock:
+            taken = (self.read_units, self.moto_cpu_s)
+            self.read_units = self.moto_cpu_s = 0.0
+        return taken
+
+
+def vector_query_ms(records: int, rounds: int = 5) -> float:
+    """Median ms of an exact cosine top-10 over ``records`` random unit vectors (384-d)."""
+    import numpy as np
+    from engram_memory.adapters.vectors.exact_top_k import exact_top_k
+
+    rng = np.random.default_rng(25)
+    vectors = rng.standard_normal((records, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    keys = [f"mem_{i:08d}" for i in range(records)]
+    times = []
+    for _ in range(rounds):
+        query = rng.standard_normal(384)
+        started = time.perf_counter()
+        exact_top_k(cast(Any, query), keys, cast(Any, vectors), 10)
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
 def round_trips(handler: Any, events: list[dict[str, Any]]) -> list[int]:
     """Sequential round trips of each search (50 ms of simulated network per call)."""
     from aws_calls import RoundTripRecorder, sequential_round_trips
@@ -182,8 +300,11 @@ def round_trips(handler: Any, events: list[dict[str, Any]]) -> list[int]:
     return found
 
 
-def measure(corpus: Corpus, rounds: int, calls: list[int], read: list[int]) -> dict[str, float]:
+def measure(corpus: Corpus, rounds: int, calls: list[int], read: list[int],
+            meter: CostMeter | None = None, delay_ms: float = 0.0) -> dict[str, float]:
     """Run the fixed query set ``rounds`` times through the search handler."""
+    from aws_calls import AwsCallCounter
+    from engram_memory import bootstrap
     from engram_memory.local.inprocess_invoker import (
         LocalLambdaContext,
         default_functions_dir,
@@ -200,30 +321,58 @@ def measure(corpus: Corpus, rounds: int, calls: list[int], read: list[int]) -> d
     per_search: list[int] = []
     postings: list[int] = []
     candidates: list[int] = []
-    for _ in range(rounds):
-        for ranks in QUERY_RANKS:
-            query = " ".join(corpus.words[r] for r in ranks)
-            event = {"tool": "search", "context": context,
-                     "arguments": {"query": query, "purpose_ref": PURPOSE, "limit": 10}}
-            calls[0] = read[0] = 0
-            started = time.perf_counter()
-            envelope = handler(event, LocalLambdaContext(function_name="search"))
-            latencies.append((time.perf_counter() - started) * 1000)
-            if not envelope["ok"]:
-                raise SystemExit(f"search failed: {envelope['error']['code']}")
-            per_search.append(calls[0])
-            postings.append(read[0])
-            candidates.append(envelope["output"]["value"]["rank_receipt"]["candidate_count"])
+    units: list[float] = []
+    own_cpu: list[float] = []
+    moto_cpu: list[float] = []
+    delayed: list[int] = []
+    counter = AwsCallCounter(delay_ms).attach([bootstrap.dynamodb_client()])
+    if meter is not None:
+        meter.take()
+    try:
+        for _ in range(rounds):
+            for ranks in QUERY_RANKS:
+                query = " ".join(corpus.words[r] for r in ranks)
+                event = {"tool": "search", "context": context,
+                         "arguments": {"query": query, "purpose_ref": PURPOSE, "limit": 10}}
+                calls[0] = read[0] = 0
+                cpu = time.process_time()
+                started = time.perf_counter()
+                with counter.measure() as made:
+                    envelope = handler(event, LocalLambdaContext(function_name="search"))
+                latencies.append((time.perf_counter() - started) * 1000)
+                cpu = time.process_time() - cpu
+                if not envelope["ok"]:
+                    raise SystemExit(f"search failed: {envelope['error']['code']}")
+                per_search.append(calls[0])
+                postings.append(read[0])
+                delayed.append(made.round_trips)
+                candidates.append(envelope["output"]["value"]["rank_receipt"]["candidate_count"])
+                if meter is not None:
+                    read_units, moto_s = meter.take()
+                    units.append(read_units)
+                    moto_cpu.append(moto_s * 1000)
+                    own_cpu.append(max(0.0, cpu - moto_s) * 1000)
+    finally:
+        counter.detach()
     latencies.sort()
     trips = round_trips(handler, [
         {"tool": "search", "context": context, "arguments": {
             "query": " ".join(corpus.words[r] for r in ranks), "purpose_ref": PURPOSE,
             "limit": 10}} for ranks in QUERY_RANKS])
+    own_cpu.sort()
     return {
         "trips_mean": statistics.mean(trips),
         "trips_max": max(trips),
+        "delayed_trips_mean": statistics.mean(delayed),
+        "delayed_trips_max": max(delayed),
         "p50": statistics.median(latencies),
         "p95": latencies[max(0, round(0.95 * len(latencies)) - 1)],
+        "p99": latencies[max(0, round(0.99 * len(latencies)) - 1)],
+        "units_mean": statistics.mean(units) if units else 0.0,
+        "units_max": max(units) if units else 0.0,
+        "own_cpu_p50": statistics.median(own_cpu) if own_cpu else 0.0,
+        "own_cpu_p95": own_cpu[max(0, round(0.95 * len(own_cpu)) - 1)] if own_cpu else 0.0,
+        "moto_cpu_p50": statistics.median(moto_cpu) if moto_cpu else 0.0,
         "calls_mean": statistics.mean(per_search),
         "calls_max": max(per_search),
         "candidates_mean": statistics.mean(candidates),
@@ -241,6 +390,8 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=0, help="postings per term (0: default)")
     parser.add_argument("--before", action="store_true",
                         help="the previous read pattern: sequential Queries, no budget")
+    parser.add_argument("--aws-delay-ms", type=float, default=0.0,
+                        help="fixed delay added to every AWS call (e.g. 5)")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     os.environ.update(BASE_ENV)
@@ -266,28 +417,43 @@ def main() -> None:
         dynamodb.meta.events.register(
             "after-call.dynamodb.Query",
             lambda parsed, **_: read.__setitem__(0, read[0] + int(parsed.get("Count", 0))))
+        meter = CostMeter(dynamodb)
         create_tables(boto3.client("dynamodb", region_name="us-east-1"), bootstrap.settings())
         corpus = Corpus()
         if args.before:
             previous_read_pattern()
         config = search_root.service()._config
         print(f"postings per term K = {config.postings_per_term}, per-search budget = "
-              f"{config.postings_budget}{' (before: sequential reads)' if args.before else ''}")
-        print(f"{'records':>8} {'load s':>7} {'searches':>8} {'p50 ms':>7} {'p95 ms':>7} "
-              f"{'ddb calls/search (mean, max)':>29} {'round trips (mean, max)':>24} "
-              f"{'candidates/search':>18} {'postings read/search (mean, max)':>33}")
+              f"{config.postings_budget}{' (before: sequential reads)' if args.before else ''}"
+              f"; {args.aws_delay_ms:g} ms added per AWS call", flush=True)
+        rows = []
         loaded = 0
         for size in sizes:
             started = time.perf_counter()
             load(corpus, loaded, size, dynamodb)
             load_s = time.perf_counter() - started
             loaded = size
-            r = measure(corpus, args.rounds, calls, read)
-            print(f"{size:>8} {load_s:>7.1f} {r['searches']:>8.0f} {r['p50']:>7.1f} "
-                  f"{r['p95']:>7.1f} {r['calls_mean']:>21.1f}, {r['calls_max']:>5.0f} "
-                  f"{r['trips_mean']:>16.1f}, {r['trips_max']:>5.0f} "
-                  f"{r['candidates_mean']:>18.0f} {r['postings_mean']:>25.0f}, "
-                  f"{r['postings_max']:>6.0f}", flush=True)
+            r = measure(corpus, args.rounds, calls, read, meter, args.aws_delay_ms)
+            rows.append([
+                f"{size}", f"{load_s:.0f}", f"{r['searches']:.0f}", f"{r['p50']:.1f}",
+                f"{r['p95']:.1f}", f"{r['p99']:.1f}", f"{r['own_cpu_p50']:.1f}",
+                f"{r['own_cpu_p95']:.1f}", f"{r['moto_cpu_p50']:.1f}",
+                f"{r['delayed_trips_mean']:.1f} (max {r['delayed_trips_max']:.0f})",
+                f"{r['trips_mean']:.1f} (max {r['trips_max']:.0f})",
+                f"{r['calls_mean']:.1f} (max {r['calls_max']:.0f})",
+                f"{r['units_mean']:.1f} (max {r['units_max']:.1f})",
+                f"{r['postings_mean']:.0f} (max {r['postings_max']:.0f})",
+                f"{r['candidates_mean']:.0f}", f"{vector_query_ms(size):.1f}"])
+            print(f"... {size} records measured", flush=True)
+        headers = ["records", "load s", "searches", "p50 ms", "p95 ms", "p99 ms",
+                   "handler CPU p50 ms", "handler CPU p95 ms", "moto CPU p50 ms",
+                   "round trips (delay)", "round trips (50 ms)", "DynamoDB calls",
+                   "read units (computed)", "postings read", "candidates",
+                   "vector query ms"]
+        print("| " + " | ".join(headers) + " |")
+        print("|" + "---|" * len(headers))
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
 
 
 if __name__ == "__main__":

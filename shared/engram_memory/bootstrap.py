@@ -5,7 +5,8 @@ tool, plus the projector and the sweeper) that wires only its use case, so a Lam
 imports only the services and adapters its tool needs (docs/performance.md, "Cold
 starts"). This module holds what they share, built lazily, once per container, on first
 use; ``reset`` forgets every cached object (tests change the environment between cases)
-and ``override`` lets a test replace a port (clock, gate, policy, verifier, sleep).
+and ``override`` lets a test replace a port (clock, gate, policy, verifier, sleep,
+time_left).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 import boto3
 from botocore.config import Config
 
+from engram_memory import invocation_time
 from engram_memory.adapters.clock import SystemClock
 from engram_memory.settings import Settings
 
@@ -117,8 +119,9 @@ def clock() -> Any:
 
 
 def common() -> dict[str, Any]:
-    """The clock and sleep every mutation takes."""
-    return {"clock": clock(), "sleep": port("sleep", time.sleep)}
+    """The clock, sleep and the invocation's time left every mutation takes."""
+    return {"clock": clock(), "sleep": port("sleep", time.sleep),
+            "time_left": port("time_left", invocation_time.seconds_left)}
 
 
 @per_container

@@ -12,17 +12,29 @@ stream records that carry keys and no images. Idempotent: run it as often as nee
 table (``ENGRAM_TABLE_NAME``; keys only) with the operator's credentials and invokes the
 deployed projector; ``--in-process`` runs ``functions/projector/handler.py`` here instead
 (the local service, tests). It prints counts, never keys or content.
+
+A large workspace takes a while, so the command shows a progress bar with an ETA over the
+table's items (tqdm, the ``operator`` extra; plain lines without it) and keeps a
+checkpoint file (``--checkpoint``; keys and counts only): after each batch the projector
+acknowledged, the key the scan may resume after. Interrupted (Ctrl-C, a lost connection,
+a failed invoke), the same command resumes there: finished batches are not sent again,
+and the batch in flight is (the projector is idempotent). ``--restart`` starts over.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
 
 import boto3
+from botocore.exceptions import BotoCoreError, ClientError
 
 from engram_memory.domain.context import Scope
 from engram_memory.services.projection import (
@@ -36,7 +48,22 @@ from engram_memory.services.projection import (
 from engram_memory.settings import OperatorSettings
 
 BATCH_SIZE = 10  # as the stream event source mapping delivers them (infra/stacks)
+SCAN_PAGE_ITEMS = 500  # items evaluated per Scan page: the progress bar's step
 Projector = Callable[[dict[str, Any]], dict[str, Any]]
+Key = tuple[str, str]
+
+
+def _scan_filter(table: str) -> dict[str, Any]:
+    """Keys only, of record items and journal events."""
+    return {
+        "TableName": table,
+        "ProjectionExpression": "pk, sk",
+        "FilterExpression": "(begins_with(pk, :scope) AND begins_with(sk, :rec)) OR "
+                            "(begins_with(pk, :journal) AND begins_with(sk, :event))",
+        "ExpressionAttributeValues": {
+            ":scope": {"S": SCOPE_PREFIX}, ":rec": {"S": RECORD_PREFIX},
+            ":journal": {"S": JOURNAL_PREFIX}, ":event": {"S": EVENT_PREFIX}},
+    }
 
 
 def projection_triggers(client: Any, table: str, *, workspace: str | None = None
@@ -47,15 +74,7 @@ def projection_triggers(client: Any, table: str, *, workspace: str | None = None
     last event of each workspace then brings its watermark to the journal head, so search
     has no journal tail left to merge.
     """
-    kwargs: dict[str, Any] = {
-        "TableName": table,
-        "ProjectionExpression": "pk, sk",
-        "FilterExpression": "(begins_with(pk, :scope) AND begins_with(sk, :rec)) OR "
-                            "(begins_with(pk, :journal) AND begins_with(sk, :event))",
-        "ExpressionAttributeValues": {
-            ":scope": {"S": SCOPE_PREFIX}, ":rec": {"S": RECORD_PREFIX},
-            ":journal": {"S": JOURNAL_PREFIX}, ":event": {"S": EVENT_PREFIX}},
-    }
+    kwargs = _scan_filter(table)
     latest: dict[Scope, tuple[int, str, str]] = {}
     for page in client.get_paginator("scan").paginate(**kwargs):
         for item in page.get("Items", []):
@@ -100,6 +119,111 @@ def reproject(keys: Iterable[tuple[str, str]], projector: Projector) -> tuple[in
     return sent, failed
 
 
+@dataclass
+class Checkpoint:
+    """How far a rebuild got: what it was asked, where the scan resumes, what was sent.
+
+    ``resume_after``: the key of the last record the projector acknowledged (or of the
+    last item of a page with nothing left to send), the Scan's ``ExclusiveStartKey`` on
+    resume. ``latest``: each workspace's latest journal event seen so far (cursor, pk, sk),
+    sent once the scan is complete. Keys and counts only, never content.
+    """
+
+    table: str
+    workspace: str | None
+    resume_after: Key | None = None
+    scanned: int = 0
+    sent: int = 0
+    failed: int = 0
+    latest: dict[str, tuple[int, str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path) -> Checkpoint | None:
+        """The checkpoint at ``path``; None when there is none."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        resume = data.get("resume_after")
+        return cls(table=data["table"], workspace=data.get("workspace"),
+                   resume_after=(resume[0], resume[1]) if resume else None,
+                   scanned=int(data["scanned"]), sent=int(data["sent"]),
+                   failed=int(data["failed"]),
+                   latest={k: (int(v[0]), v[1], v[2]) for k, v in data["latest"].items()})
+
+    def save(self, path: Path) -> None:
+        """Write atomically: an interruption leaves the previous checkpoint or this one."""
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps(asdict(self)), encoding="utf-8")
+        os.replace(partial, path)
+
+
+class Progress(Protocol):
+    """What a rebuild reports as it goes (a progress bar, or nothing)."""
+
+    def scanned(self, items: int, checkpoint: Checkpoint) -> None:
+        """``items`` more table items scanned; the counts so far."""
+        ...
+
+
+class _Silent:
+    def scanned(self, items: int, checkpoint: Checkpoint) -> None:
+        """Report nothing."""
+
+
+def rebuild(client: Any, checkpoint: Checkpoint, projector: Projector, *,
+            save: Callable[[Checkpoint], None], progress: Progress | None = None,
+            batch_size: int = BATCH_SIZE) -> Checkpoint:
+    """Send every record key, then each workspace's latest event, from where
+    ``checkpoint`` resumes; ``save`` after each acknowledged batch. The final counts."""
+    report = progress or _Silent()
+    kwargs = {**_scan_filter(checkpoint.table), "Limit": SCAN_PAGE_ITEMS}
+    start = _key(checkpoint.resume_after) if checkpoint.resume_after else None
+    pending: list[Key] = []
+
+    def send(keys: list[Key]) -> None:
+        for event in stream_events(keys, batch_size):
+            failures = projector(event).get("batchItemFailures", [])
+            checkpoint.sent += len(event["Records"])
+            checkpoint.failed += len(failures)
+
+    while True:
+        page = client.scan(**kwargs, **({"ExclusiveStartKey": start} if start else {}))
+        for item in page.get("Items", []):
+            pk, sk = item["pk"]["S"], item["sk"]["S"]
+            record, event = record_key(pk, sk), event_key(pk, sk)
+            scope = record.scope if record else event.scope if event else None
+            if scope is None or (checkpoint.workspace is not None
+                                 and scope.workspace_id != checkpoint.workspace):
+                continue
+            if record is not None:
+                pending.append((pk, sk))
+            elif event is not None:
+                named = f"{scope.tenant_id}#{scope.workspace_id}"
+                if event.cursor > checkpoint.latest.get(named, (-1, "", ""))[0]:
+                    checkpoint.latest[named] = (event.cursor, pk, sk)
+            if len(pending) == batch_size:
+                send(pending)
+                checkpoint.resume_after = pending[-1]
+                pending = []
+                save(checkpoint)
+        checkpoint.scanned += int(page.get("ScannedCount", 0))
+        start = page.get("LastEvaluatedKey")
+        if not pending and start:
+            checkpoint.resume_after = (start["pk"]["S"], start["sk"]["S"])
+            save(checkpoint)
+        report.scanned(int(page.get("ScannedCount", 0)), checkpoint)
+        if not start:
+            break
+    send(pending)
+    send([(pk, sk) for _, pk, sk in checkpoint.latest.values()])
+    return checkpoint
+
+
+def _key(key: Key) -> dict[str, dict[str, str]]:
+    return {"pk": {"S": key[0]}, "sk": {"S": key[1]}}
+
+
 def lambda_projector(function: str, client: Any) -> Projector:
     """The deployed projector, invoked synchronously."""
 
@@ -133,6 +257,62 @@ def in_process_projector() -> Projector:
     return call
 
 
+class _Bar:
+    """A tqdm progress bar over the table's items, with the records sent beside it."""
+
+    def __init__(self, total: int | None, checkpoint: Checkpoint) -> None:
+        from tqdm import tqdm  # the operator extra: never in a Lambda's import path
+
+        self._bar = tqdm(total=total, initial=checkpoint.scanned, unit="item",
+                         desc="main table scanned", dynamic_ncols=True)
+
+    def scanned(self, items: int, checkpoint: Checkpoint) -> None:
+        """Advance, and show what was sent."""
+        self._bar.update(items)
+        self._bar.set_postfix(records=checkpoint.sent, failed=checkpoint.failed)
+
+    def close(self) -> None:
+        """End the bar's line."""
+        self._bar.close()
+
+
+class _Lines:
+    """Without tqdm: a line every 10,000 items."""
+
+    def __init__(self) -> None:
+        self._shown = 0
+
+    def scanned(self, items: int, checkpoint: Checkpoint) -> None:
+        """Print the counts now and then."""
+        if checkpoint.scanned - self._shown >= 10_000:
+            self._shown = checkpoint.scanned
+            print(f"scanned {checkpoint.scanned} items; records sent {checkpoint.sent}",
+                  file=sys.stderr)
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def _progress(enabled: bool, client: Any, checkpoint: Checkpoint) -> _Bar | _Lines | None:
+    if not enabled:
+        return None
+    # DynamoDB refreshes ItemCount about every six hours: the ETA is an estimate. Without
+    # dynamodb:DescribeTable the bar still counts, with no total and no ETA.
+    try:
+        total = client.describe_table(TableName=checkpoint.table)["Table"].get("ItemCount")
+    except (ClientError, BotoCoreError):
+        total = None
+    try:
+        return _Bar(int(total) if total else None, checkpoint)
+    except ImportError:
+        return _Lines()
+
+
+def default_checkpoint(table: str, workspace: str | None) -> Path:
+    """``.engram-reproject-<table>[-<workspace>].json`` in the working directory."""
+    return Path(f".engram-reproject-{table}{'-' + workspace if workspace else ''}.json")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m engram_memory.reproject``."""
     parser = argparse.ArgumentParser(prog="python -m engram_memory.reproject",
@@ -142,17 +322,49 @@ def main(argv: list[str] | None = None) -> int:
     target.add_argument("--in-process", action="store_true",
                         help="run functions/projector/handler.py in this process")
     parser.add_argument("--workspace", help="only this workspace's records")
+    parser.add_argument("--checkpoint", type=Path,
+                        help="progress file (default: .engram-reproject-<table>.json here)")
+    parser.add_argument("--restart", action="store_true",
+                        help="ignore an existing checkpoint and start from the beginning")
+    parser.add_argument("--batch-size", type=int, default=BATCH_SIZE,
+                        help="records per projector invocation (default: as the stream)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = parser.parse_args(argv)
     settings = OperatorSettings.from_env()
     region, endpoint = settings.region, settings.endpoint_url
     dynamodb = boto3.client("dynamodb", region_name=region, endpoint_url=endpoint)
     projector = (in_process_projector() if args.in_process else lambda_projector(
         args.function, boto3.client("lambda", region_name=region, endpoint_url=endpoint)))
-    keys = projection_triggers(dynamodb, settings.table_name,
-                               workspace=args.workspace)
-    sent, failed = reproject(keys, projector)
-    print(f"records sent to the projector: {sent}; reported failed: {failed}")
-    return 1 if failed else 0
+    path = args.checkpoint or default_checkpoint(settings.table_name, args.workspace)
+    fresh = Checkpoint(settings.table_name, args.workspace)
+    checkpoint = None if args.restart else Checkpoint.load(path)
+    if checkpoint is not None and (checkpoint.table, checkpoint.workspace) != (
+            fresh.table, fresh.workspace):
+        print(f"{path} belongs to another table or workspace; pass --restart or another "
+              "--checkpoint", file=sys.stderr)
+        return 2
+    if checkpoint is not None:
+        print(f"resuming: {checkpoint.sent} records already sent", file=sys.stderr)
+    checkpoint = checkpoint or fresh
+    already = checkpoint.sent
+    progress = _progress(not args.no_progress, dynamodb, checkpoint)
+    started = time.monotonic()
+    try:
+        done = rebuild(dynamodb, checkpoint, projector, save=lambda c: c.save(path),
+                       progress=progress, batch_size=args.batch_size)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted after {checkpoint.sent} records; run the same command to "
+              "resume", file=sys.stderr)
+        return 130
+    finally:
+        if progress is not None:
+            progress.close()
+    elapsed = max(time.monotonic() - started, 1e-9)
+    path.unlink(missing_ok=True)
+    rate = (done.sent - already) / elapsed
+    print(f"records sent to the projector: {done.sent}; reported failed: {done.failed}; "
+          f"{rate:.1f} records/s this run")
+    return 1 if done.failed else 0
 
 
 if __name__ == "__main__":

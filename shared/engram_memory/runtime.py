@@ -24,6 +24,7 @@ Log lines carry ``tool``, ``audit_id`` and ``token_id`` only: never arguments or
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -33,6 +34,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from pydantic import BaseModel, ValidationError
 
+from engram_memory import invocation_time
 from engram_memory.adapters.clock import SystemClock
 from engram_memory.contract.envelope import failure, failure_for_unexpected, success
 from engram_memory.contract.invocation import (
@@ -157,7 +159,9 @@ def _execute(binding: ToolBinding[ArgsT], event: object, now_ms: Callable[[], in
     # an event for a scope this deployment does not serve is refused, never looked up.
     if not serves(ctx.scope):
         raise Unauthorized
-    value = binding.service().execute(ctx, arguments)
+    # A lost commit retries only while the host's deadline leaves time to answer.
+    with invocation_time.bound((ctx.deadline_ms - now_ms()) / 1000):
+        value = binding.service().execute(ctx, arguments)
     return success(dict(value), ctx.audit_id)
 
 
@@ -258,10 +262,24 @@ def lambda_entry(handler: LambdaHandler) -> LambdaHandler:
     Neither the response (memory content) nor an exception's text (it may quote content)
     ever goes into a trace.
     """
+    handler = _within_lambda_time(handler)
     traced = tracer.capture_lambda_handler(capture_response=False, capture_error=False)
     entry: LambdaHandler = logger.inject_lambda_context(log_event=False, clear_state=True)(
         traced(metrics.log_metrics(handler, capture_cold_start_metric=capture_cold_starts())))
     return entry
+
+
+def _within_lambda_time(handler: LambdaHandler) -> LambdaHandler:
+    """Bind the Lambda's remaining time (``invocation_time``) around the handler."""
+
+    def bounded(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        remaining = getattr(context, "get_remaining_time_in_millis", None)
+        if not callable(remaining):
+            return handler(event, context)
+        with invocation_time.bound(remaining() / 1000):
+            return handler(event, context)
+
+    return functools.wraps(handler)(bounded)
 
 
 def tool_handler(binding: ToolBinding[ArgsT]) -> LambdaHandler:

@@ -34,11 +34,10 @@ async def _writer(url: str, token: str, writer: int) -> list[str]:
             text = f"Concurrent note {writer}.{n} on queue retries {secrets.token_hex(4)}."
             result = await client.call_tool("engram_memory_capture", capture_arguments(text))
             envelope: dict[str, Any] = result.structured_content
-            if envelope["ok"]:
-                acknowledged.append(str(envelope["output"]["value"]["candidate_id"]))
-            else:  # the journal head is contended: load shedding, retriable, nothing written
-                assert envelope["error"]["code"] == "FENCE_LOST", envelope
-                assert envelope["error"]["retriable"] is True
+            # The journal head is contended: the service retries a lost commit itself,
+            # so at this concurrency no agent is told FENCE_LOST (issue 25).
+            assert envelope["ok"], envelope["error"]
+            acknowledged.append(str(envelope["output"]["value"]["candidate_id"]))
     return acknowledged
 
 
@@ -51,7 +50,7 @@ def test_every_capture_acknowledged_to_concurrent_clients_is_committed(
         service: RunningService) -> None:
     token = service.mint(workspace=WORKSPACE, purpose_ref=PURPOSE, capabilities=["capture"])
     acknowledged = asyncio.run(_all_writers(service.mcp_url, token))
-    assert len(acknowledged) >= CLIENTS  # contention sheds some, never most
+    assert len(acknowledged) == CLIENTS * CAPTURES_PER_CLIENT
     events = bootstrap.store().journal_events(Scope(TENANT, WORKSPACE))
     verify_chain(events)
     journaled = {e.body["subject"]["candidate_id"] for e in events

@@ -25,6 +25,7 @@ from engram_memory.domain.journal import Actor, JournalHead, build_event
 from engram_memory.domain.lifecycle import TRANSITIONS, Operation, State
 from engram_memory.domain.principals import SWEEPER_PRINCIPAL
 from engram_memory.domain.records import RETAIN
+from engram_memory.services.commit_retry import TimeLeft, no_deadline
 from engram_memory.services.mutation import Sleep, commit_fenced, stored_result, with_rereads
 from engram_memory.services.ports import (
     Clock,
@@ -129,10 +130,12 @@ def expiry_key(record_id: str) -> str:
 class ExpirySweeper:
     """The expiry use case (run by the scheduled sweeper Lambda)."""
 
-    def __init__(self, *, store: ExpiryStore, clock: Clock, sleep: Sleep) -> None:
+    def __init__(self, *, store: ExpiryStore, clock: Clock, sleep: Sleep,
+                 time_left: TimeLeft = no_deadline) -> None:
         self._store = store
         self._clock = clock
         self._sleep = sleep
+        self._time_left = time_left
 
     def sweep(self, scopes: Iterable[Scope], budget: SweepBudget) -> SweepReport:
         """Expire what is due in every scope, a page per scope in turn, within ``budget``."""
@@ -189,10 +192,10 @@ class ExpirySweeper:
             now_ms = self._clock.now_ms()
             commit_fenced(self._store, scope,
                           lambda head: _plan(scope, due, record, intent, now_ms, head),
-                          self._sleep)
+                          self._sleep, time_left=self._time_left)
             return Outcome.EXPIRED
 
-        return with_rereads(attempt, self._sleep)
+        return with_rereads(attempt, self._sleep, self._time_left)
 
 
 def _plan(scope: Scope, due: DueExpiry, record: RecordEntry, intent: str, now_ms: int,

@@ -4,12 +4,12 @@ Each use case runs ``attempt`` = read idempotency → read state → decide → 
 commit that loses a race is retried here: a moved journal head only rebuilds the event
 on the new head (with backoff); a taken idempotency key or a moved state re-runs the whole
 attempt, whose first read then reports the contract outcome (replay, DIGEST_CONFLICT,
-NOT_FOUND, ...). Bounded: past the budget the caller gets FENCE_LOST (retriable).
+NOT_FOUND, ...). Bounded (``commit_retry``: attempts, jittered backoff and the
+invocation's time left): past that the caller gets FENCE_LOST (retriable).
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -24,6 +24,13 @@ from engram_memory.domain.errors import (
 )
 from engram_memory.domain.intent import operation_digest, target_of
 from engram_memory.domain.journal import Actor
+from engram_memory.services.commit_retry import (
+    HEAD_POLICY,
+    REREAD_POLICY,
+    Backoff,
+    TimeLeft,
+    no_deadline,
+)
 from engram_memory.services.ports import (
     CommitConflict,
     ConfirmationGate,
@@ -39,17 +46,6 @@ if TYPE_CHECKING:
 
 V = TypeVar("V")
 Sleep = Callable[[float], None]
-
-HEAD_ATTEMPTS = 8
-REREAD_ATTEMPTS = 4
-_BASE_DELAY_S = 0.01
-_MAX_DELAY_S = 0.2
-_JITTER = secrets.SystemRandom()
-
-
-def backoff_delay(attempt: int) -> float:
-    """Full-jitter exponential backoff: uniform in [0, min(cap, base * 2**attempt)]."""
-    return _JITTER.uniform(0.0, min(_MAX_DELAY_S, _BASE_DELAY_S * (2**attempt)))
 
 
 def stored_result(
@@ -75,6 +71,7 @@ def commit_fenced(
     build: Callable[[JournalHead], tuple[MutationPlan, V]],
     sleep: Sleep,
     head: JournalHead | None = None,
+    time_left: TimeLeft = no_deadline,
 ) -> V:
     """Commit the plan built on the current head; rebuild on a moved head; FENCE_LOST.
 
@@ -82,36 +79,45 @@ def commit_fenced(
     other writer got in: no read, no wait). Later conflicts mean contention: the head
     named then is soon stale, so the rebuild waits a jittered backoff and reads the head
     again (measured: rebuilding on the named head every time, with or without waiting,
-    doubled FENCE_LOST with 16 writers on one workspace). ``head``: the head the caller
-    already read together with its other reads (no read of its own then).
+    doubled FENCE_LOST with 16 writers on one workspace). Bounded by ``HEAD_POLICY`` and
+    ``time_left`` (``commit_retry``). ``head``: the head the caller already read together
+    with its other reads (no read of its own then). Only a conflict on the head alone is
+    retried here: a taken idempotency key or a moved state goes back to the caller, whose
+    next read answers replay, DIGEST_CONFLICT or the state's refusal.
     """
     if head is None:
         head = store.journal_head(scope)
-    for attempt in range(HEAD_ATTEMPTS):
+    backoff = Backoff(HEAD_POLICY, sleep, time_left)
+    while True:
         plan, value = build(head)
         try:
             store.commit(plan)
         except CommitConflict as conflict:
             if conflict.kinds != frozenset({ConflictKind.HEAD}):
                 raise
-            if attempt == 0 and conflict.head is not None and conflict.head.cursor > head.cursor:
-                head = conflict.head  # one writer got in first: rebuild on its head at once
+            named = conflict.head
+            if backoff.attempts == 1 and named is not None and named.cursor > head.cursor:
+                if not backoff.again(wait=False):
+                    raise FenceLost from None
+                head = named  # one writer got in first: rebuild on its head at once
                 continue
-            sleep(backoff_delay(attempt))
+            if not backoff.again():
+                raise FenceLost from None
             head = store.journal_head(scope)
             continue
         return value
-    raise FenceLost
 
 
-def with_rereads(attempt: Callable[[], V], sleep: Sleep) -> V:
+def with_rereads(attempt: Callable[[], V], sleep: Sleep,
+                 time_left: TimeLeft = no_deadline) -> V:
     """Run ``attempt``; after a lost race, re-run it so its reads report the outcome."""
-    for retry in range(REREAD_ATTEMPTS):
+    backoff = Backoff(REREAD_POLICY, sleep, time_left)
+    while True:
         try:
             return attempt()
         except CommitConflict:
-            sleep(backoff_delay(retry))
-    raise FenceLost
+            if not backoff.again():
+                raise FenceLost from None
 
 
 def actor_of(ctx: InvocationContext) -> Actor:

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Generic, NotRequired, Protocol, TypedDict, TypeVar, Unpack
 
 from engram_memory.contract.outputs import dump_value
 from engram_memory.domain.intent import intent_digest, operation_digest, target_of
+from engram_memory.services.commit_retry import TimeLeft, no_deadline
 from engram_memory.services.mutation import (
     Sleep,
     actor_of,
@@ -146,15 +147,18 @@ class MutationPipeline:
     """Runs :class:`Mutation` attempts against the store, the gate and the clock."""
 
     def __init__(self, *, store: MemoryStore, gate: ConfirmationGate, clock: Clock,
-                 sleep: Sleep) -> None:
+                 sleep: Sleep, time_left: TimeLeft = no_deadline) -> None:
         self.store = store
         self.gate = gate
         self.clock = clock
         self.sleep = sleep
+        # The invocation's remaining time: lost commits retry within it (commit_retry).
+        self.time_left = time_left
 
     def run(self, call: MutationCall, new_attempt: Callable[[], Mutation[C]]) -> dict[str, Any]:
         """Run attempts (a fresh ``new_attempt()`` each) until one answers; the value."""
-        return with_rereads(lambda: self._attempt(call, new_attempt()), self.sleep)
+        return with_rereads(lambda: self._attempt(call, new_attempt()), self.sleep,
+                            self.time_left)
 
     def _attempt(self, call: MutationCall, use: Mutation[C]) -> dict[str, Any]:
         idem = call.idem
@@ -178,7 +182,8 @@ class MutationPipeline:
             ), built.value
 
         with self._commit_refusals(call, now_ms):
-            return commit_fenced(self.store, call.scope, plan, self.sleep, found.head)
+            return commit_fenced(self.store, call.scope, plan, self.sleep, found.head,
+                                 self.time_left)
 
     def _consumption(self, call: MutationCall, now_ms: int) -> GateConsumption | None:
         agent = call.agent
@@ -215,6 +220,7 @@ class PipelinePorts(TypedDict):
     gate: ConfirmationGate
     clock: Clock
     sleep: Sleep
+    time_left: NotRequired[TimeLeft]
 
 
 class PipelineService:

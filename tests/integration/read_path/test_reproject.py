@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engram_memory import reproject as reproject_module
 from engram_memory.adapters.dynamodb.projection_store import space
 from engram_memory.domain.context import Scope
-from engram_memory.reproject import in_process_projector, projection_triggers, reproject
+from engram_memory.reproject import (
+    Checkpoint,
+    in_process_projector,
+    main,
+    projection_triggers,
+    rebuild,
+    reproject,
+)
 
 from tests.integration.read_path.conftest import ReadPath, ids
 
@@ -60,3 +72,91 @@ def test_the_rebuild_can_be_limited_to_one_workspace(read_path: ReadPath) -> Non
     assert len(list(projection_triggers(read_path.aws.dynamodb, table,
                                         workspace="ws-main"))) == 2  # the record, its event
     assert list(projection_triggers(read_path.aws.dynamodb, table, workspace="elsewhere")) == []
+
+
+class _Interrupted(Exception):
+    """The operator's Ctrl-C, a dropped connection: the rebuild stops mid-way."""
+
+
+def _records_of(events: list[dict[str, Any]]) -> list[str]:
+    return [r["dynamodb"]["Keys"]["sk"]["S"] for e in events for r in e["Records"]]
+
+
+def test_an_interrupted_rebuild_resumes_without_resending_finished_batches(
+        read_path: ReadPath, tmp_path: Path) -> None:
+    made = [read_path.admit(f"resumable rebuild note {n} about wombats") for n in range(12)]
+    read_path.project()
+    _wipe_projection(read_path)
+    table = read_path.aws.settings.table_name
+    path = tmp_path / "checkpoint.json"
+    projector = in_process_projector()
+    acknowledged: list[dict[str, Any]] = []
+
+    def failing_after_two(event: dict[str, Any]) -> dict[str, Any]:
+        if len(acknowledged) == 2:
+            raise _Interrupted
+        answer = projector(event)
+        acknowledged.append(event)
+        return answer
+
+    with pytest.raises(_Interrupted):
+        rebuild(read_path.aws.dynamodb, Checkpoint(table, None), failing_after_two,
+                save=lambda c: c.save(path), batch_size=4)
+    first = _records_of(acknowledged)
+    assert len(first) == 8
+    saved = Checkpoint.load(path)
+    assert saved is not None
+    assert saved.sent == 8
+    assert saved.resume_after is not None
+
+    resumed: list[dict[str, Any]] = []
+
+    def counting(event: dict[str, Any]) -> dict[str, Any]:
+        resumed.append(event)
+        return projector(event)
+
+    done = rebuild(read_path.aws.dynamodb, saved, counting, save=lambda c: c.save(path),
+                   batch_size=4)
+    second = _records_of(resumed)
+    assert not set(first) & set(second)  # nothing acknowledged is sent again
+    assert sorted(first + second) == sorted([f"REC#{r}" for r in made] + [second[-1]])
+    assert second[-1].startswith("EV#")  # the latest event last: watermark to the head
+    assert (done.sent, done.failed) == (13, 0)
+    watermark, head = _watermark_and_head(read_path)
+    assert watermark == head
+    assert sorted(ids(read_path.search("wombats", limit=20))) == sorted(made)
+
+
+def test_the_command_shows_progress_resumes_and_prints_its_rate(
+        read_path: ReadPath, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    made = [read_path.admit(f"command rebuild note {n} about numbats") for n in range(3)]
+    read_path.project()
+    _wipe_projection(read_path)
+    path = tmp_path / "checkpoint.json"
+    monkeypatch.setenv("ENGRAM_TABLE_NAME", read_path.aws.settings.table_name)
+    projector = in_process_projector()
+    calls: list[int] = []
+
+    def interrupted_after_one(event: dict[str, Any]) -> dict[str, Any]:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt  # the operator's Ctrl-C during the second batch
+        return projector(event)
+
+    monkeypatch.setattr(reproject_module, "in_process_projector", lambda: interrupted_after_one)
+    command = ["--in-process", "--checkpoint", str(path), "--batch-size", "1"]
+    assert main(command) == 130
+    out, err = capsys.readouterr()
+    assert "interrupted after 1 records; run the same command to resume" in err
+    assert path.exists()
+
+    monkeypatch.setattr(reproject_module, "in_process_projector", lambda: projector)
+    assert main(command) == 0
+    out, err = capsys.readouterr()
+    assert "resuming: 1 records already sent" in err
+    assert "main table scanned" in err  # the progress bar, with its ETA
+    assert "records sent to the projector: 4; reported failed: 0;" in out  # 3 + the event
+    assert "records/s this run" in out
+    assert not path.exists()  # finished: nothing left to resume
+    assert sorted(ids(read_path.search("numbats"))) == sorted(made)

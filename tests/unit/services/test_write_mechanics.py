@@ -18,7 +18,8 @@ from engram_memory.domain.errors import (
     StoreUnavailable,
 )
 from engram_memory.domain.journal import JournalHead
-from engram_memory.services.mutation import HEAD_ATTEMPTS, commit_fenced, stored_result
+from engram_memory.services.commit_retry import HEAD_POLICY
+from engram_memory.services.mutation import commit_fenced, stored_result
 from engram_memory.services.ports import CommitConflict, ConflictKind, IdempotencyEntry
 
 SCOPE = Scope("tenant-a", "ws-main")
@@ -62,7 +63,7 @@ def test_a_moved_head_rebuilds_the_event_on_the_new_head() -> None:
 
 
 def test_a_head_that_never_settles_is_fence_lost() -> None:
-    store = _HeadMovingStore(conflicts=HEAD_ATTEMPTS + 1)
+    store = _HeadMovingStore(conflicts=HEAD_POLICY.attempts + 1)
     with pytest.raises(FenceLost):
         commit_fenced(store, SCOPE, lambda head: (None, None), lambda _: None)
 
