@@ -25,6 +25,7 @@ from engram_memory.domain.canonical import (
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import InvalidSchema, Unauthorized
 from engram_memory.domain.instant import format_instant, parse_instant
+from engram_memory.domain.packet_bound import RECORD_BYTES_MAX
 
 RETAIN = "retain"
 MAKE_INELIGIBLE = "make-ineligible"
@@ -136,6 +137,16 @@ def encryption_context(scope: Scope, candidate_id: str) -> dict[str, str]:
         "workspace": scope.workspace_id,
         "candidate_id": candidate_id,
     }
+
+
+def check_record_bound(scope: Scope, effective: Mapping[str, Any], now_ms: int) -> None:
+    """INVALID_SCHEMA when the record admission would build from ``effective`` exceeds
+    RECORD_BYTES_MAX, so its packet could not be delivered at the largest packet size
+    (domain/packet_bound.py; the reserve covers a host trust class other than the default)."""
+    view = build_record(record_digest_for(scope, effective), effective,
+                        trust_class=DEFAULT_TRUST_CLASS, recorded_at_ms=now_ms).view
+    if len(canonical_json(dict(view))) > RECORD_BYTES_MAX:
+        raise InvalidSchema
 
 
 @dataclass(frozen=True, slots=True)

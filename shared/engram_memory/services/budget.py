@@ -3,14 +3,17 @@
 The rule (docs/search.md, "Budgets"), with B = ``max_packet_bytes``:
 
 * get: the whole value (record, redacted_fields, receipts, packet_digest) must be ≤ B,
-  else PROJECTION_OVERSIZED.
-* search: the page's first record packet alone > B → PROJECTION_OVERSIZED (that record can
-  never be delivered under B). Otherwise the page keeps the longest prefix of its packets
-  whose complete value (packets + rank_receipt + next_page_cursor when more remain +
-  response_digest) is ≤ B; if fewer than the page's records fit, the rest is reached
-  through ``next_page_cursor``. If not even the first packet fits once the value around it
-  is counted, → RESULT_TOO_LARGE (limit = 1 would give the same value, so reducing limit
-  cannot help; only a larger B can).
+  else PROJECTION_OVERSIZED, which a larger B cures: capture admits no record whose packet
+  exceeds the largest B (domain/packet_bound.py). A record stored before that bound, too
+  large for any B, is delivered with its largest fields redacted (:func:`fit_record`).
+* search: one oversized record never fails a page. A packet that cannot fit a page on its
+  own (B minus the value around one packet) is delivered with its largest record fields
+  redacted, listed in ``redacted_fields`` (:func:`fit_record`); ``get`` with a larger B
+  reads it whole. Then the page keeps the longest prefix of its packets whose complete
+  value (packets + rank_receipt + next_page_cursor when more remain + response_digest) is
+  ≤ B; the records cut off are reached through ``next_page_cursor``. PROJECTION_OVERSIZED
+  and RESULT_TOO_LARGE remain only for a budget too small for a packet of ``record_id``
+  alone, which B ≥ 4,096 never is.
 """
 
 from __future__ import annotations
@@ -27,10 +30,26 @@ def size_of(value: Mapping[str, Any]) -> int:
     return len(canonical_json(dict(value)))
 
 
-def check_single(value: Mapping[str, Any], max_bytes: int) -> None:
-    """A single-record value over budget is PROJECTION_OVERSIZED."""
-    if size_of(value) > max_bytes:
-        raise ProjectionOversized
+def fit_record(redact: Callable[[frozenset[str]], dict[str, Any]], room: int) -> dict[str, Any]:
+    """``redact(withheld)`` with the fewest record fields withheld for it to be ≤ ``room``.
+
+    ``redact`` builds the packet (or value) with the given record fields left out. Fields
+    are withheld largest first (canonical bytes; ties by name) until it fits; ``record_id``
+    always stays. PROJECTION_OVERSIZED if even ``record_id`` alone does not fit.
+    """
+    packet = redact(frozenset())
+    if size_of(packet) <= room:
+        return packet
+    record: Mapping[str, Any] = packet["record"]
+    order = sorted((f for f in record if f != "record_id"),
+                   key=lambda f: (-len(canonical_json(record[f])), f))
+    withheld: set[str] = set()
+    for field in order:
+        withheld.add(field)
+        packet = redact(frozenset(withheld))
+        if size_of(packet) <= room:
+            return packet
+    raise ProjectionOversized
 
 
 def fit_prefix(

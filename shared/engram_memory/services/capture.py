@@ -2,9 +2,10 @@
 
 Order: purpose binding → idempotency replay (before anything else, so a replay reuses the
 retention resolved at the first capture and never needs the gate again) → secret screen →
-retention and reconciliation rules → confirmation (when the host requires it) → fresh data
-key + AES-256-GCM seal → ONE commit (idempotency, candidate, ciphertext, wrapped key,
-journal event). Pending content is never logged: only ids and digests leave this module.
+retention and reconciliation rules → the record size bound (domain/packet_bound.py) →
+confirmation (when the host requires it) → fresh data key + AES-256-GCM seal → ONE commit
+(idempotency, candidate, ciphertext, wrapped key, journal event). Pending content is never
+logged: only ids and digests leave this module.
 The steps every mutation shares are services/pipeline.py.
 
 Round trips (docs/write_path.md, "Round trips"): the idempotency item and the journal head
@@ -119,7 +120,10 @@ class Capture:
             payload.get("retention"), now_ms=now_ms, retain_allowed=limits.retain_allowed,
             ceiling_ms=limits.retention_ceiling_ms)
         records.check_reconciliation(payload, limits.reconciliation_families)
-        return records.effective_payload(payload, retention)
+        effective = records.effective_payload(payload, retention)
+        # Every admitted record must be deliverable at the largest packet size.
+        records.check_record_bound(self._call.scope, effective, now_ms)
+        return effective
 
     def decide(self, checked: dict[str, Any], found: ReadResult, now_ms: int) -> Build:
         """Seal the material under the fresh data key; the candidate to commit."""

@@ -7,6 +7,7 @@ then the record item), so neither the response nor its timing tells them apart.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -16,11 +17,17 @@ from engram_memory.contract.outputs import GetValue
 from engram_memory.contract.validation import canonical_arguments
 from engram_memory.domain.canonical import DigestKind, digest, digest_without
 from engram_memory.domain.context import Tool
-from engram_memory.domain.errors import NotFound, StoreUnavailable, Unauthorized
+from engram_memory.domain.errors import (
+    NotFound,
+    ProjectionOversized,
+    StoreUnavailable,
+    Unauthorized,
+)
 from engram_memory.domain.instant import format_instant
 from engram_memory.domain.intent import operation_digest
+from engram_memory.domain.packet_bound import LARGEST_PACKET_BYTES
 from engram_memory.domain.receipts import authorization_receipt, authorization_receipt_digest
-from engram_memory.services.budget import check_single
+from engram_memory.services.budget import fit_record, size_of
 from engram_memory.services.eligibility import (
     PURPOSE_SCOPE_BOUND,
     is_eligible,
@@ -79,17 +86,31 @@ class GetService:
         if row is None or not is_eligible(row, system_as_of=system_as_of,
                                           valid_as_of_ms=now_ms, purpose=purpose):
             raise NotFound
-        value = self._value(ctx, args, row, str(system_as_of), format_instant(now_ms))
-        check_single(value, args.max_packet_bytes)
+        value = self._fitted(ctx, args, row, str(system_as_of), format_instant(now_ms))
         try:
             GetValue.model_validate(value)
         except ValidationError:
             raise StoreUnavailable from None  # never hand out a value off the contract
         return value
 
+    def _fitted(self, ctx: InvocationContext, args: GetArgs, row: RecordRow,
+                system_as_of: str, valid_as_of: str) -> dict[str, Any]:
+        """The whole value within ``max_packet_bytes``, else PROJECTION_OVERSIZED when the
+        largest budget would deliver it whole; a record too large even for that (stored
+        before capture's bound) gets its largest fields redacted instead (budget.py)."""
+        value = self._value(ctx, args, row, system_as_of, valid_as_of)
+        whole = size_of(value)
+        if whole <= args.max_packet_bytes:
+            return value
+        if whole <= LARGEST_PACKET_BYTES:
+            raise ProjectionOversized
+        return fit_record(partial(self._value, ctx, args, row, system_as_of, valid_as_of),
+                          args.max_packet_bytes)
+
     def _value(self, ctx: InvocationContext, args: GetArgs, row: RecordRow,
-               system_as_of: str, valid_as_of: str) -> dict[str, Any]:
-        redacted = self._redactor.redact(row.record_id, row.record or {})
+               system_as_of: str, valid_as_of: str,
+               withheld: frozenset[str] = frozenset()) -> dict[str, Any]:
+        redacted = self._redactor.redact(row.record_id, row.record or {}, withheld)
         authorization = authorization_receipt(
             tool=Tool.GET.value,
             target=row.record_id,

@@ -26,10 +26,11 @@ vector (idempotent) before the postings, whatever the doc item says.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from engram_memory.concurrency import in_background
 from engram_memory.domain.context import Scope
 from engram_memory.domain.impact import posting_codes
 from engram_memory.domain.ranking import analyze
@@ -37,7 +38,12 @@ from engram_memory.domain.search_fields import record_document
 from engram_memory.services.read_ports import ACCEPTED_CURRENT, INVALIDATION_COMPLETE
 
 if TYPE_CHECKING:
-    from engram_memory.services.read_ports import ProjectionStore, RecordReader, RecordRow
+    from engram_memory.services.read_ports import (
+        IndexedDocument,
+        ProjectionStore,
+        RecordReader,
+        RecordRow,
+    )
     from engram_memory.services.semantic import SemanticChannel
 
 RECORD_PREFIX = "REC#"
@@ -106,6 +112,39 @@ def records_in_images(images: Iterable[Mapping[str, Any]]) -> list[Mapping[str, 
     return found
 
 
+@dataclass
+class ScopeWork:
+    """What one stream batch asks of one scope: its last journal event (0: none), the
+    records its record items name (with the records their images carry), and the stream
+    records that asked."""
+
+    through: int = 0
+    records: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
+    sequence_numbers: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StreamBatch:
+    """A stream batch grouped by scope (the projector's batch pass)."""
+
+    scopes: dict[Scope, ScopeWork] = field(default_factory=dict)
+
+    def add(self, sequence_number: str, pk: object, sk: object,
+            images: Callable[[], list[Mapping[str, Any]]]) -> None:
+        """One stream record; ``images`` is called only for a record item's key."""
+        journal = event_key(pk, sk)
+        key = record_key(pk, sk)
+        if journal is not None:
+            work = self.scopes.setdefault(journal.scope, ScopeWork())
+            work.through = max(work.through, journal.cursor)
+        elif key is not None:
+            work = self.scopes.setdefault(key.scope, ScopeWork())
+            work.records.setdefault(key.record_id, []).extend(records_in_images(images()))
+        else:
+            return
+        work.sequence_numbers.append(sequence_number)
+
+
 class ProjectionService:
     """Index or unindex one record so the projection matches canonical state."""
 
@@ -119,51 +158,86 @@ class ProjectionService:
                   image_records: Iterable[Mapping[str, Any]] = ()) -> None:
         """Bring the projection of one record in line with its current canonical state."""
         row = self._records.get_record(key.scope, key.record_id)
-        if row is not None and row.state == ACCEPTED_CURRENT and row.record is not None:
-            self._index(key, row, row.record)
-            return
-        hints = list(image_records)
-        if row is not None and row.record is not None:
-            hints.append(row.record)
-        self._remove(key, hints)
-        if row is not None and row.projection_invalidation != INVALIDATION_COMPLETE:
-            self._records.mark_projection_complete(key.scope, key.record_id)
+        document = self._projection.document(key.scope, key.record_id)
+        self._settle(key, row, document, list(image_records))
 
-    def catch_up(self, scope: Scope, through: int) -> None:
+    def reconcile_many(self, scope: Scope, record_ids: Iterable[str],
+                       image_records: Mapping[str, list[Mapping[str, Any]]] | None = None
+                       ) -> None:
+        """:meth:`reconcile` of many records; their record and doc items are read in two
+        batched reads at once instead of two reads per record (a burst's catch-up)."""
+        ids = list(dict.fromkeys(record_ids))
+        if not ids:
+            return
+        rows_future = in_background(lambda: self._records.get_records(scope, ids))
+        documents = self._projection.documents(scope, ids)
+        rows = rows_future.result()
+        hints = image_records or {}
+        for record_id in ids:
+            self._settle(RecordKey(scope, record_id), rows.get(record_id),
+                         documents.get(record_id), list(hints.get(record_id, ())))
+
+    def catch_up(self, scope: Scope, through: int, settled: set[str] | None = None) -> None:
         """Apply every journal event up to ``through`` not yet applied; raise the watermark.
 
         Pages of :data:`CATCH_UP_PAGE` events, the watermark written after each page; an
         error leaves the watermark at the last whole page and propagates (the stream retries).
+        ``settled``: records already reconciled in this invocation, after every event up to
+        ``through`` was committed (reconciliation reads the current state, so once is
+        enough); the records this call reconciles are added to it.
         """
+        done = settled if settled is not None else set()
         mark = self._projection.watermark(scope)
         while mark < through:
             last = min(through, mark + CATCH_UP_PAGE)
             changes = self._records.journal_changes(scope, mark, last)
-            # Reconciliation reads the current state, so once per record per page suffices.
-            for record_id in dict.fromkeys(c.record_id for c in changes if c.record_id):
-                self.reconcile(RecordKey(scope, record_id))
+            # Reconciliation reads the current state, so once per record suffices.
+            pending = [c.record_id for c in changes if c.record_id and c.record_id not in done]
+            self.reconcile_many(scope, pending)
+            done.update(pending)
             self._projection.advance_watermark(scope, last)
             mark = last
+
+    def apply_batch(self, scope: Scope, through: int,
+                    image_records: Mapping[str, list[Mapping[str, Any]]]) -> None:
+        """One stream batch's work for one scope: the records its record items name
+        (``image_records``: id → records carried by the images), then the journal up to its
+        last event ``through`` (0: none), each record reconciled once."""
+        self.reconcile_many(scope, list(image_records), image_records)
+        if through > 0:
+            self.catch_up(scope, through, set(image_records))
 
     def catch_up_to_head(self, scope: Scope) -> None:
         """:meth:`catch_up` to the scope's current journal head (a projection saved before
         watermarks existed, or rebuilt empty, replays the whole journal this way)."""
         self.catch_up(scope, self._records.head_cursor(scope))
 
-    def _index(self, key: RecordKey, row: RecordRow, record: Mapping[str, Any]) -> None:
-        document = self._projection.document(key.scope, key.record_id)
-        if document is not None and document.indexed:
+    def _settle(self, key: RecordKey, row: RecordRow | None, document: IndexedDocument | None,
+                hints: list[Mapping[str, Any]]) -> None:
+        """Index or remove one record given its record item and doc item, read just now."""
+        if row is not None and row.state == ACCEPTED_CURRENT and row.record is not None:
+            if document is None or not document.indexed:
+                self._index(key, row, row.record)
             return
+        if row is not None and row.record is not None:
+            hints.append(row.record)
+        self._remove(key, hints, document)
+        if row is not None and row.projection_invalidation != INVALIDATION_COMPLETE:
+            self._records.mark_projection_complete(key.scope, key.record_id)
+
+    def _index(self, key: RecordKey, row: RecordRow, record: Mapping[str, Any]) -> None:
         analyzed = analyze(record_document(key.record_id, record))
         if self._semantic is not None:
             self._semantic.index_record(key.scope, key.record_id, record)
+        if self._projection.index_at_once(key.scope, analyzed, row.record_digest):
+            return
         chunks = self._projection.put_postings(key.scope, analyzed)
         self._projection.commit_indexed(key.scope, analyzed, row.record_digest, chunks)
 
-    def _remove(self, key: RecordKey, hints: list[Mapping[str, Any]]) -> None:
+    def _remove(self, key: RecordKey, hints: list[Mapping[str, Any]],
+                document: IndexedDocument | None) -> None:
         if self._semantic is not None:
             self._semantic.remove(key.scope, key.record_id)
-        document = self._projection.document(key.scope, key.record_id)
         if document is None:
             # Never committed; a crashed indexing attempt may still have left postings. Their
             # impact codes depend on the record alone, so they are recomputed exactly.

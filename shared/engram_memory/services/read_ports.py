@@ -133,6 +133,12 @@ class ProjectionStore(Protocol):
         """The postings a record wrote (stored with its doc item, for removal)."""
         ...
 
+    def index_at_once(self, scope: Scope, analyzed: AnalyzedDocument,
+                      record_digest: str) -> bool:
+        """Term list, postings (with df), doc → indexed and stats in one atomic write when
+        they fit one; False when not (the caller then uses put_postings + commit_indexed)."""
+        ...
+
     def put_postings(self, scope: Scope, analyzed: AnalyzedDocument) -> int:
         """Write one posting per term (with its df) and the term list; its chunk count."""
         ...

@@ -9,7 +9,7 @@ record the agent got plus that list, so anyone can recompute it from the packet.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,9 +51,11 @@ class Redactor:
         chosen = frozenset(allowlist) or frozenset(DEFAULT_ALLOWLIST)
         self._visible = (chosen & RECORD_VIEW_FIELDS) | {"record_id"}
 
-    def redact(self, record_id: str, record: Mapping[str, Any]) -> Redacted:
-        """Keep allowlisted fields; ``record_id`` is always the canonical id."""
-        kept = {k: v for k, v in record.items() if k in self._visible}
+    def redact(self, record_id: str, record: Mapping[str, Any],
+               withheld: Collection[str] = ()) -> Redacted:
+        """Keep allowlisted fields except ``withheld`` ones; ``record_id`` is always the
+        canonical id (``withheld``: fields a packet budget leaves out, services/budget.py)."""
+        kept = {k: v for k, v in record.items() if k in self._visible and k not in withheld}
         kept["record_id"] = record_id
-        removed = sorted(json_pointer(k) for k in record if k not in self._visible)
+        removed = sorted(json_pointer(k) for k in record if k not in kept)
         return Redacted(kept, removed, redaction_receipt_digest(kept, removed))

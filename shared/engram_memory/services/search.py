@@ -33,7 +33,7 @@ from engram_memory.domain.instant import format_instant
 from engram_memory.domain.ranking import DEFAULT_CONFIG, RankingConfig, ScoredRecord, score_postings
 from engram_memory.domain.tail_merge import TailDelta, merge_tail
 from engram_memory.domain.tokenizer import query_terms
-from engram_memory.services.budget import fit_prefix
+from engram_memory.services.budget import fit_prefix, fit_record, size_of
 from engram_memory.services.channels import ChannelPlanner, ChannelSettings, RankingProfile
 from engram_memory.services.eligibility import (
     PURPOSE_SCOPE_BOUND,
@@ -229,10 +229,11 @@ class SearchService:
                         break
         return hits
 
-    def _packet(self, hit: Hit, rank: int) -> dict[str, Any]:
+    def _packet(self, hit: Hit, rank: int, withheld: frozenset[str] = frozenset()
+                ) -> dict[str, Any]:
         scored, row = hit
         # Eligible rows always carry their record; ``or {}`` only satisfies the type.
-        redacted = self._redactor.redact(scored.record_id, row.record or {})
+        redacted = self._redactor.redact(scored.record_id, row.record or {}, withheld)
         return {
             "record": redacted.record,
             "redacted_fields": redacted.redacted_fields,
@@ -244,13 +245,20 @@ class SearchService:
     def _page(self, pinned: _Pinned, hits: list[Hit], args: SearchArgs) -> dict[str, Any]:
         page = hits[pinned.offset:pinned.offset + args.limit]
         more = len(hits) > pinned.offset + args.limit
-        packets = [self._packet(hit, pinned.offset + i + 1) for i, hit in enumerate(page)]
         delivered = [hit[0].record_id for hit in hits]
+        packets: list[dict[str, Any]] = []
 
         def value(k: int, final: bool) -> dict[str, Any]:
             return self._value(pinned, page[:k], packets[:k] if final else [],
                                delivered[:pinned.offset + k], more or k < len(page), final)
 
+        # A packet too large for a page of its own is delivered with its largest fields
+        # redacted (services/budget.py): one oversized record never fails the page.
+        room = args.max_packet_bytes - size_of(value(1, False)) if page else 0
+        packets.extend(
+            fit_record(partial(self._packet, hit, pinned.offset + i + 1), room)
+            for i, hit in enumerate(page)
+        )
         _, result = fit_prefix(packets, lambda k: value(k, False), lambda k: value(k, True),
                                args.max_packet_bytes)
         try:

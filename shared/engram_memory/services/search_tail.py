@@ -9,6 +9,7 @@ answer. The rules and the bound's value: docs/search.md (read-your-writes).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from engram_memory.concurrency import in_background
@@ -30,8 +31,12 @@ if TYPE_CHECKING:
         RecordRow,
     )
 
-DEFAULT_TAIL_BOUND = 200
+DEFAULT_TAIL_BOUND = 1000
 """Journal events a search merges at most before it answers PROJECTION_STALE."""
+_READ_BATCH = 100
+"""Ids per BatchGetItem (DynamoDB's maximum)."""
+TAIL_READERS = 2 * DEFAULT_TAIL_BOUND // _READ_BATCH
+"""Batch reads in flight at once: every record and doc batch of a tail at the bound."""
 
 
 
@@ -58,9 +63,17 @@ class JournalTail:
         ids = list(dict.fromkeys(c.record_id for c in changes if c.record_id))
         if not ids:
             return TailDelta()
-        rows_future = in_background(lambda: self._records.get_records(scope, ids))
-        documents = self._projection.documents(scope, ids)
-        rows = rows_future.result()
+        # Every batch of both reads at once: one round trip whatever the tail's length.
+        chunks = [ids[i:i + _READ_BATCH] for i in range(0, len(ids), _READ_BATCH)]
+        row_futures = [in_background(partial(self._records.get_records, scope, chunk),
+                                     width=TAIL_READERS) for chunk in chunks]
+        document_futures = [in_background(partial(self._projection.documents, scope, chunk),
+                                          width=TAIL_READERS) for chunk in chunks]
+        rows: dict[str, RecordRow] = {}
+        documents: dict[str, IndexedDocument] = {}
+        for row_future, document_future in zip(row_futures, document_futures, strict=True):
+            rows.update(row_future.result())
+            documents.update(document_future.result())
         return self._classify(scope, ids, rows, documents)
 
     def _classify(self, scope: Scope, ids: list[str], rows: dict[str, RecordRow],

@@ -24,26 +24,28 @@ def _value(envelope: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def test_a_single_record_larger_than_the_budget_is_projection_oversized(
+def test_a_record_larger_than_the_budget_is_delivered_with_its_largest_fields_redacted(
     read_path: ReadPath,
 ) -> None:
-    read_path.admit(_bulky("rhino", 1))
+    record_id = read_path.admit(_bulky("rhino", 1))
     read_path.project()
     full = _value(read_path.search("rhino", max_packet_bytes=LARGE))
-    packet = _size(full["records"][0])
-    assert packet > 4096
-    assert error_code(read_path.search("rhino", max_packet_bytes=packet - 1)) == (
-        "PROJECTION_OVERSIZED"
-    )
-    # The packet itself fits, but not once the receipt and digest around it are counted.
-    assert error_code(read_path.search("rhino", max_packet_bytes=packet)) == "RESULT_TOO_LARGE"
+    assert full["records"][0]["redacted_fields"] == []
     whole = _size(full)
-    assert error_code(read_path.search("rhino", max_packet_bytes=whole - 1)) == (
-        "RESULT_TOO_LARGE"
-    )
     exact = _value(read_path.search("rhino", max_packet_bytes=whole))
     assert _size(exact) == whole
-    assert len(exact["records"]) == 1
+    assert exact["records"][0]["redacted_fields"] == []
+    # One byte less: the page still answers, the largest field (components) left out and
+    # named; get with a larger budget reads it whole (issue 26 item 1).
+    smaller = _value(read_path.search("rhino", max_packet_bytes=whole - 1))
+    assert _size(smaller) <= whole - 1
+    packet = smaller["records"][0]
+    assert packet["record"]["record_id"] == record_id
+    assert packet["redacted_fields"] == ["/components"]
+    assert packet["record"]["citations"] == full["records"][0]["record"]["citations"]
+    assert "next_page_cursor" not in smaller
+    smallest = _value(read_path.search("rhino", max_packet_bytes=4096))
+    assert [p["record"]["record_id"] for p in smallest["records"]] == [record_id]
 
 
 def test_a_page_that_does_not_fit_returns_fewer_records_and_a_cursor(
@@ -66,12 +68,14 @@ def test_a_page_that_does_not_fit_returns_fewer_records_and_a_cursor(
     assert delivered == [p["record"]["record_id"] for p in both["records"]]
     assert [p["rank"] for p in rest["records"]] == [2]
 
-    # One record plus its cursor is the smallest page: one byte less is RESULT_TOO_LARGE.
+    # Below one whole packet plus its cursor, the records come redacted, never an error
+    # (two redacted packets are smaller than one whole: both fit).
     smallest = _size(one)
     assert len(_value(read_path.search("tapir", max_packet_bytes=smallest))["records"]) == 1
-    assert error_code(read_path.search("tapir", max_packet_bytes=smallest - 1)) == (
-        "RESULT_TOO_LARGE"
-    )
+    cut = _value(read_path.search("tapir", max_packet_bytes=smallest - 1))
+    assert _size(cut) <= smallest - 1
+    assert [p["rank"] for p in cut["records"]] == [1, 2]
+    assert [p["redacted_fields"] for p in cut["records"]] == [["/components"]] * 2
 
 
 def test_get_over_budget_is_projection_oversized_at_the_exact_byte(read_path: ReadPath) -> None:

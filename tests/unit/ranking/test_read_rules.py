@@ -7,11 +7,16 @@ from engram_memory.domain.errors import (
     ResultTooLarge,
     StalePage,
 )
-from engram_memory.services.budget import fit_prefix, size_of
+from engram_memory.services.budget import fit_prefix, fit_record, size_of
 from engram_memory.services.eligibility import is_eligible, visible_purpose
 from engram_memory.services.paging import PageCursorCodec, PageState, delivered_digest
 from engram_memory.services.read_ports import RecordRow
-from engram_memory.services.redaction import DEFAULT_ALLOWLIST, Redactor, json_pointer
+from engram_memory.services.redaction import (
+    DEFAULT_ALLOWLIST,
+    Redactor,
+    json_pointer,
+    redaction_receipt_digest,
+)
 
 STATE = PageState(scope="t#w", request_digest=delivered_digest(["a"]),
                   profile_digest="p", system_as_of=7, delivered_digest=delivered_digest(["x"]),
@@ -125,3 +130,33 @@ def test_fit_prefix_distinguishes_an_oversized_record_from_a_too_large_result() 
         fit_prefix(packets, skeleton, build, size_of(packets[0]) - 1)
     with pytest.raises(ResultTooLarge):
         fit_prefix(packets, skeleton, build, size_of(packets[0]))
+
+
+def _redacting(record: dict[str, object]):  # type: ignore[no-untyped-def]
+    redactor = Redactor()
+
+    def packet(withheld: frozenset[str]) -> dict[str, object]:
+        redacted = redactor.redact("mem_a", record, withheld)
+        return {"record": redacted.record, "redacted_fields": redacted.redacted_fields,
+                "redaction_receipt_digest": redacted.receipt_digest}
+
+    return packet
+
+
+def test_fit_record_withholds_the_largest_fields_first_until_the_packet_fits() -> None:
+    record = {"record_id": "mem_a", "components": ["x" * 5000], "citations": ["y" * 800],
+              "state": "accepted_current"}
+    packet = _redacting(record)
+    whole = packet(frozenset())
+    assert fit_record(packet, size_of(whole)) == whole
+    fitted = fit_record(packet, size_of(whole) - 1)
+    assert fitted["redacted_fields"] == ["/components"]
+    assert fitted["record"]["citations"] == record["citations"]
+    assert fitted["redaction_receipt_digest"] == redaction_receipt_digest(
+        fitted["record"], ["/components"])
+    bare = size_of(packet(frozenset({"components", "citations", "state"})))
+    smallest = fit_record(packet, bare)
+    assert smallest["record"] == {"record_id": "mem_a"}
+    assert smallest["redacted_fields"] == ["/citations", "/components", "/state"]
+    with pytest.raises(ProjectionOversized):
+        fit_record(packet, size_of(smallest) - 1)

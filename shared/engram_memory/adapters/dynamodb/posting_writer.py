@@ -68,7 +68,7 @@ class PostingWriter:
                 return
             try:
                 self._client.transact_write_items(
-                    TransactItems=[a for c in pending for a in self._actions(c)])
+                    TransactItems=[a for c in pending for a in self.actions(c)])
                 return
             except ClientError as exc:
                 pending = self._after_cancel(exc, pending)
@@ -106,7 +106,8 @@ class PostingWriter:
             remaining.append(change)
         return remaining
 
-    def _actions(self, change: PostingChange) -> list[dict[str, Any]]:
+    def actions(self, change: PostingChange) -> list[dict[str, Any]]:
+        """The change's two transaction actions: the conditional posting write, its df."""
         if change.item is not None:
             posting: dict[str, Any] = {"Put": {
                 "TableName": self._table, "Item": change.item,

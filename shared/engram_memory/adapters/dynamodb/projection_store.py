@@ -52,6 +52,7 @@ _CHUNK_BYTES = 300_000
 _BATCH = 25
 _GET_BATCH = 100
 _MAX_ATTEMPTS = 8
+_TRANSACTION_ACTIONS = 100
 _LENGTH_ATTRS = tuple(f"l{i}" for i in range(len(FIELDS)))
 POSTINGS_READERS = MAX_QUERY_TERMS
 """Posting Queries in flight at once, per process. A Lambda container serves one search at
@@ -287,9 +288,51 @@ class DynamoProjectionStore:
         ])
         return len(chunks)
 
+    def index_at_once(self, scope: Scope, analyzed: AnalyzedDocument,
+                      record_digest: str) -> bool:
+        """Term list, postings with their df, doc → indexed and stats += document, all in
+        ONE transaction when they fit one (≤ 100 actions: up to 48 distinct terms, most
+        notes); False when they do not fit, or a condition or a conflict cancelled it (the
+        doc already indexed, an orphan posting of a crashed attempt): the caller then takes
+        :meth:`put_postings` + :meth:`commit_indexed`, which handle those cases. Nothing is
+        half-written: the transaction commits whole or not at all."""
+        codes = posting_codes(analyzed)
+        chunks = self._term_list_requests(scope, analyzed.record_id, codes)
+        if 2 * len(codes) + len(chunks) + 2 > _TRANSACTION_ACTIONS:
+            return False
+        writer = PostingWriter(self._client, self._table, space(scope))
+        lengths = _csv(analyzed.lengths)
+        actions: list[dict[str, Any]] = [
+            {"Put": {"TableName": self._table, "Item": chunk["PutRequest"]["Item"]}}
+            for chunk in chunks
+        ]
+        for term in sorted(codes):
+            key = self._posting_key(scope, term, codes[term], analyzed.record_id)
+            actions.extend(writer.actions(PostingChange(term, key, {
+                **key, "tf": {"S": _csv(analyzed.frequencies[term])}, "len": {"S": lengths}})))
+        actions.append(self._doc_put(scope, analyzed, record_digest, len(chunks)))
+        actions.append(self._stats_update(scope, 1, analyzed.lengths))
+        try:
+            self._client.transact_write_items(TransactItems=actions)
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in {"TransactionCanceledException", "TransactionConflictException",
+                        *_THROTTLING}:
+                return False
+            raise translate_error(exc) from exc
+        except BotoCoreError as exc:
+            raise translate_error(exc) from exc
+        return True
+
     def commit_indexed(self, scope: Scope, analyzed: AnalyzedDocument, record_digest: str,
                        term_chunks: int) -> bool:
         """Doc → indexed and stats += document, in one transaction; False if already indexed."""
+        put = self._doc_put(scope, analyzed, record_digest, term_chunks)
+        return self._transact([put, self._stats_update(scope, 1, analyzed.lengths)])
+
+    def _doc_put(self, scope: Scope, analyzed: AnalyzedDocument, record_digest: str,
+                 term_chunks: int) -> dict[str, Any]:
+        """The doc item → indexed, only if absent or removed (a replay never recounts)."""
         doc = {
             "pk": {"S": f"DOC#{space(scope)}"},
             "sk": {"S": analyzed.record_id},
@@ -298,14 +341,13 @@ class DynamoProjectionStore:
             "len": {"S": _csv(analyzed.lengths)},
             "chunks": {"N": str(term_chunks)},
         }
-        put = {"Put": {
+        return {"Put": {
             "TableName": self._table,
             "Item": doc,
             "ConditionExpression": "attribute_not_exists(pk) OR #st = :removed",
             "ExpressionAttributeNames": {"#st": "state"},
             "ExpressionAttributeValues": {":removed": {"S": _REMOVED}},
         }}
-        return self._transact([put, self._stats_update(scope, 1, analyzed.lengths)])
 
     def delete_postings(self, scope: Scope, record_id: str, refs: Sequence[PostingRef]) -> None:
         """Delete the record's posting under every given (term, code); absent ones are fine."""
