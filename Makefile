@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck bench clean
+.PHONY: serve test rehearse lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -19,9 +19,17 @@ serve: $(STAMP)
 ## Run every test tier (unit, integration on moto, e2e over HTTP, CDK synthesis + cdk-nag).
 # The e2e tier runs in its own process: its local service runs a moto server inside the test
 # process, and moto's backends are process-global, so in-process mock_aws tests must not share it.
+# The rehearsal (the synthesized stack in moto, docs/deploy.md) also runs apart: its moto
+# server is in the test process and its functions switch the process environment.
 test: $(STAMP)
-	$(BIN)/python -m pytest --ignore=tests/e2e $(ARGS)
+	$(BIN)/python -m pytest --ignore=tests/e2e --ignore=tests/rehearsal $(ARGS)
 	$(BIN)/python -m pytest tests/e2e $(ARGS)
+	$(BIN)/python -m pytest tests/rehearsal $(ARGS)
+
+## Rehearse a deployment: synthesize the tenant stack, stand it up in moto from the template,
+## run every function under its own role with IAM enforced (docs/deploy.md, "Rehearsal").
+rehearse: $(STAMP)
+	$(BIN)/python -m pytest tests/rehearsal $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check shared functions infra tests bench examples
