@@ -74,7 +74,7 @@ class Functions:
         self.stood = stood
         self.endpoint_url = endpoint_url
         self._current: Function | None = None
-        self._lock = threading.RLock()
+        self.lock = threading.RLock()  # one function at a time (see ``run``)
         aws_lambda = admin.client("lambda", region_name=stood.region)
         sts = admin.client("sts", region_name=stood.region)
         self.by_name: dict[str, Function] = {}
@@ -120,14 +120,17 @@ class Functions:
             self._current = saved_current
             bootstrap.reset()
 
-    def run(self, name: str, event: dict[str, Any], *, function_name: str = "") -> Any:
-        """``name``'s handler on ``event`` (JSON round-tripped, as Lambda delivers it)."""
+    def run(self, name: str, event: dict[str, Any], *, function_name: str = "",
+            nested: bool = False) -> Any:
+        """``name``'s handler on ``event`` (JSON round-tripped, as Lambda delivers it).
+
+        One function at a time (the environment is the process's); a ``nested`` call (a
+        ``lambda:Invoke`` the running function made, handed back by moto on its server
+        thread) runs while its caller waits, so it takes no lock.
+        """
         function = self.by_function_name[function_name] if function_name else \
             self.by_name[name]
-        # A nested call (a lambda:Invoke made by the running function, handed back by
-        # moto on its server thread) runs while its caller waits: no lock for it.
-        nested = self._current is not None
-        with contextlib.nullcontext() if nested else self._lock, self.running_as(function):
+        with contextlib.nullcontext() if nested else self.lock, self.running_as(function):
             answer = function.handler(json.loads(json.dumps(event)),
                                       LocalLambdaContext(function.function_name))
         return json.loads(json.dumps(answer))
@@ -178,7 +181,7 @@ class Functions:
         name = function_name.rsplit(":", 1)[-1] if function_name.startswith("arn:") \
             else function_name
         try:
-            answer = self.run("", json.loads(body or "{}"), function_name=name)
+            answer = self.run("", json.loads(body or "{}"), function_name=name, nested=True)
         except Exception as exc:
             return json.dumps({"errorMessage": str(exc), "errorType": type(exc).__name__,
                                "stackTrace": traceback.format_exc().splitlines()}).encode(), \

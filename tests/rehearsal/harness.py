@@ -115,19 +115,20 @@ class Rehearsal:
         return delivered
 
     def feed_notifier(self, wait_s: float = 10.0) -> int:
-        """Deliver the confirmation queue's messages to the notifier (waits for the first)."""
+        """Deliver the confirmation queue's messages to the notifier (waits for the first,
+        at most ``wait_s``; 0: one receive without waiting)."""
         spec = self.mapping("ConfirmationNotifier")
         url = self.physical("AWS::SQS::Queue", "GateConfirmationQueue")
         sqs = self.client("sqs")
         handled = 0
         deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
+        while True:
             messages = sqs.receive_message(QueueUrl=url,
                                            MaxNumberOfMessages=int(spec["BatchSize"]),
-                                           WaitTimeSeconds=1, AttributeNames=["All"]
-                                           ).get("Messages", [])
+                                           WaitTimeSeconds=1 if wait_s else 0,
+                                           AttributeNames=["All"]).get("Messages", [])
             if not messages:
-                if handled:
+                if handled or time.monotonic() >= deadline:
                     return handled
                 continue
             answer = self.functions.run("confirmation_notifier",
@@ -137,7 +138,6 @@ class Rehearsal:
             for message in messages:
                 sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
             handled += len(messages)
-        return handled
 
     def schedule_event(self) -> dict[str, Any]:
         """What EventBridge delivers to the sweeper's target: its Input, else the event."""
