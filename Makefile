@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck bench clean
+.PHONY: serve test rehearse lint typecheck bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -17,14 +17,21 @@ serve: $(STAMP)
 	$(BIN)/engram-memory serve $(ARGS)
 
 ## Run every test tier (unit, integration on moto, e2e over HTTP, CDK synthesis + cdk-nag,
-## the review page in headless Chromium).
-# The e2e and browser tiers run in their own processes: their local service runs a moto server
-# inside the test process, and moto's backends are process-global, so in-process mock_aws tests
-# must not share it. The browser tier needs Debian's chromium (.ci/run installs it).
+## the deployment rehearsal, the review page in headless Chromium).
+# The e2e, rehearsal and browser tiers run in their own processes: their moto server runs
+# inside the test process, and moto's backends are process-global, so in-process mock_aws
+# tests must not share it; the rehearsal's functions also switch the process environment.
+# The browser tier needs Debian's chromium (.ci/run installs it).
 test: $(STAMP)
-	$(BIN)/python -m pytest --ignore=tests/e2e --ignore=tests/browser $(ARGS)
+	$(BIN)/python -m pytest --ignore=tests/e2e --ignore=tests/rehearsal --ignore=tests/browser $(ARGS)
 	$(BIN)/python -m pytest tests/e2e $(ARGS)
+	$(BIN)/python -m pytest tests/rehearsal $(ARGS)
 	$(BIN)/python -m pytest tests/browser $(ARGS)
+
+## Rehearse a deployment: synthesize the tenant stack, stand it up in moto from the template,
+## run every function under its own role with IAM enforced (docs/deploy.md, "Rehearsal").
+rehearse: $(STAMP)
+	$(BIN)/python -m pytest tests/rehearsal $(ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check shared functions infra tests bench examples

@@ -47,6 +47,10 @@ class Factory(Protocol[T_co]):
 
 _overrides: dict[str, Any] = {}
 _caches: list[Callable[[], None]] = []
+# Adapters a non-AWS composition (local mode: ``engram_memory.local.adapters.install``)
+# provides for the few seams where it differs from AWS. Deployed code never imports local
+# mode; it only finds these here. Kept across ``reset`` (unlike a test's overrides).
+_provided: dict[str, Any] = {}
 
 
 def per_container(factory: Callable[[], T_co]) -> Factory[T_co]:
@@ -60,6 +64,24 @@ def override(**ports: Any) -> None:
     """Replace ports (``clock``, ``gate``, ``policy``, ``verifier``, ``sleep``) and re-wire."""
     _overrides.update(ports)
     _clear()
+
+
+def provide(**factories: Any) -> None:
+    """Register adapter factories by seam name (``adjudication_invoker``, ``vector_index``)."""
+    _provided.update(factories)
+    _clear()
+
+
+def withdraw_provided(*names: str) -> None:
+    """Forget provided adapter factories (all of them without names)."""
+    for name in names or tuple(_provided):
+        _provided.pop(name, None)
+    _clear()
+
+
+def provided(name: str) -> Any:
+    """The factory a non-AWS composition provided for seam ``name``, or None."""
+    return _provided.get(name)
 
 
 def reset() -> None:

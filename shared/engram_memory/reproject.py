@@ -240,11 +240,14 @@ def lambda_projector(function: str, client: Any) -> Projector:
 
 def in_process_projector() -> Projector:
     """``functions/projector/handler.py`` in this process (local service, tests)."""
-    from engram_memory.local.inprocess_invoker import (  # a checkout's tool, not a Lambda's
+    from engram_memory.local import adapters  # a checkout's tool, not a Lambda's
+    from engram_memory.local.inprocess_invoker import (
         LocalLambdaContext,
         default_functions_dir,
         load_handler,
     )
+
+    adapters.install()
 
     handler = load_handler(default_functions_dir(), "projector")
     if handler is None:

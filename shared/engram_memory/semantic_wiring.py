@@ -45,22 +45,32 @@ def _embedder(settings: Settings, client: Any) -> Any:
     return TitanV2Embedder(client("bedrock-runtime"), settings.titan_dimension)
 
 
-def _index(settings: Settings, client: Any) -> Any:
+class LocalIndexMissing(RuntimeError):
+    """``ENGRAM_VECTOR_INDEX_LOCAL`` is set but no local composition provided the index."""
+
+
+def _index(settings: Settings, client: Any, local_index: Any) -> Any:
     if settings.vector_index_local:
-        from engram_memory.local.moto_s3vectors import MotoS3VectorsIndex
-        return MotoS3VectorsIndex(client("s3vectors"), settings.vector_bucket,
-                                  settings.vector_index, region=settings.region)
+        # Local mode's composition provides it (engram_memory.local.adapters); deployed
+        # code never imports local mode.
+        if local_index is None:
+            raise LocalIndexMissing("ENGRAM_VECTOR_INDEX_LOCAL without a local vector index")
+        return local_index(client("s3vectors"), settings)
     from engram_memory.adapters.vectors.s3_vectors import S3VectorsIndex
     return S3VectorsIndex(client("s3vectors"), settings.vector_bucket, settings.vector_index)
 
 
-def semantic_channel(settings: Settings, client: Any) -> SemanticChannel | None:
-    """The configured channel, or None (no embedder, or no vector index configured)."""
+def semantic_channel(settings: Settings, client: Any,
+                     local_index: Any = None) -> SemanticChannel | None:
+    """The configured channel, or None (no embedder, or no vector index configured).
+
+    ``local_index(s3vectors_client, settings)`` builds the index in local mode.
+    """
     if settings.semantic_embedder not in EMBEDDERS:
         return None
     if not settings.vector_bucket or not settings.vector_index:
         return None
-    return SemanticChannel(_embedder(settings, client), _index(settings, client))
+    return SemanticChannel(_embedder(settings, client), _index(settings, client, local_index))
 
 
 def channel_settings(settings: Settings, channel: SemanticChannel | None) -> ChannelSettings:

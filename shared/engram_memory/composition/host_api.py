@@ -62,16 +62,15 @@ def adjudication_invoker(settings: Settings,
     """How the host API reaches request_admission (the only function that may Decrypt).
 
     ``lambda:Invoke`` of the function the stack names; only that one function, even by
-    mistake. Without a name, local mode (a moto endpoint is configured) calls the same
-    handler in-process; in AWS the unnamed invoker refuses (STORE_UNAVAILABLE), it never
-    falls back to adjudicating in the host API's own process.
+    mistake. Without a name, local mode's composition may have provided its in-process
+    invoker (``bootstrap.provide``); otherwise the unnamed invoker refuses
+    (STORE_UNAVAILABLE), it never falls back to adjudicating in the host API's own process.
     """
     name = settings.function_names.get(Tool.REQUEST_ADMISSION, "")
-    if not name and settings.endpoint_url:
-        # Local-only code, imported only in local mode (a deployed function never has it).
-        from engram_memory.local.inprocess_invoker import InProcessInvoker, default_functions_dir
-
-        return InProcessInvoker(default_functions_dir())
+    local = bootstrap.provided("adjudication_invoker")
+    invoker = local(settings) if not name and local is not None else None
+    if invoker is not None:
+        return invoker  # type: ignore[no-any-return]
     only_admission = {Tool.REQUEST_ADMISSION: name} if name else {}
     return lambda_invoker(only_admission, region=settings.region,
                           endpoint_url=settings.endpoint_url, deadline=deadline)

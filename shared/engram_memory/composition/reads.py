@@ -26,4 +26,5 @@ def semantic_channel() -> SemanticChannel | None:
         return overridden  # type: ignore[no-any-return]
     from engram_memory import semantic_wiring  # only a deployment that configures it
 
-    return semantic_wiring.semantic_channel(bootstrap.settings(), bootstrap.client)
+    return semantic_wiring.semantic_channel(bootstrap.settings(), bootstrap.client,
+                                            bootstrap.provided("vector_index"))

@@ -1,4 +1,5 @@
-"""``engram-memory``: the local service's command line (serve, token, confirm, reindex)."""
+"""``engram-memory``: the local service's command line (serve, token, confirm, reindex),
+and ``smoke`` against a deployed stack."""
 
 from __future__ import annotations
 
@@ -118,6 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
         confirm_cli = None
     if confirm_cli is not None and hasattr(confirm_cli, "register"):
         confirm_cli.register(sub)
+    from engram_memory import smoke  # against a deployed stack, not the local service
+
+    smoke.register(sub)
     return parser
 
 

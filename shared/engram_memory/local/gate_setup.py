@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram_memory import env_names
 from engram_memory.gate.definition import render_definition
+from engram_memory.local.provisioning import stack_shapes
 
 if TYPE_CHECKING:
     from engram_memory.settings import Settings
@@ -57,8 +58,9 @@ def create_gate_resources(
     sfn_client: Any, sqs_client: Any, settings: Settings, *, iam_client: Any | None = None,
 ) -> dict[str, str]:
     """Create (or find) the queue and state machine; ``ENGRAM_*`` env updates."""
+    # The queue's attributes are the stack's (generated, see local/provisioning.py).
     queue_url = str(sqs_client.create_queue(
-        QueueName=queue_name(settings), Attributes={"VisibilityTimeout": "30"},
+        QueueName=queue_name(settings), Attributes=dict(stack_shapes()["confirmation_queue"]),
     )["QueueUrl"])
     definition = render_definition(settings.table_name, queue_url)
     name = state_machine_name(settings)

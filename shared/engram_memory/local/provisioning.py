@@ -1,62 +1,47 @@
-"""Create the tenant's tables and KMS key (local service and moto tests; CDK mirrors it).
+"""Create the tenant's tables and KMS key (local service and moto tests) as the stack does.
 
-The CDK stack declares the very same shapes (docs/storage.md): main table with a
-NEW_AND_OLD_IMAGES stream and PITR, a key table with neither (deleting a wrapped key is a
-real shred), and the projection table. All: ``pk``/``sk`` strings, on-demand, TTL ``ttl``.
+The table shapes (key schema, attributes, indexes, billing, stream, TTL attribute, PITR) are not
+written here: they are read from ``stack_shapes.json``, generated from the synthesized CDK
+stack (``python -m infra.local_shapes``; ``tests/infra/test_local_shapes.py`` fails when
+it is stale), so local mode cannot drift from what a deploy creates.
 """
 
 from __future__ import annotations
 
+import json
+from functools import cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from engram_memory.adapters.dynamodb.items import WAITING_PK, WAITING_SK
-from engram_memory.adapters.dynamodb.waiting import INDEX_NAME, PROJECTED_ATTRIBUTES
-
 if TYPE_CHECKING:
     from engram_memory.settings import Settings
 
-TTL_ATTRIBUTE = "ttl"
-_KEY_SCHEMA = [
-    {"AttributeName": "pk", "KeyType": "HASH"},
-    {"AttributeName": "sk", "KeyType": "RANGE"},
-]
-_ATTRIBUTES = [
-    {"AttributeName": "pk", "AttributeType": "S"},
-    {"AttributeName": "sk", "AttributeType": "S"},
-]
+SHAPES_FILE = Path(__file__).with_name("stack_shapes.json")
 
 
-def waiting_index() -> dict[str, Any]:
-    """The main table's sparse ``waiting`` GSI (adapters/dynamodb/waiting.py; CDK mirrors it)."""
-    return {
-        "IndexName": INDEX_NAME,
-        "KeySchema": [{"AttributeName": WAITING_PK, "KeyType": "HASH"},
-                      {"AttributeName": WAITING_SK, "KeyType": "RANGE"}],
-        "Projection": {"ProjectionType": "INCLUDE",
-                       "NonKeyAttributes": list(PROJECTED_ATTRIBUTES)},
-    }
+@cache
+def stack_shapes() -> dict[str, Any]:
+    """The generated shapes of the stack's tables and confirmation queue."""
+    shapes: dict[str, Any] = json.loads(SHAPES_FILE.read_text(encoding="utf-8"))
+    return shapes
 
 
-def _create_table(client: Any, name: str, *, stream: bool,
-                  indexes: list[dict[str, Any]] | None = None) -> bool:
+def _create_table(client: Any, name: str, shape: dict[str, Any]) -> bool:
     """Create one table; False when it already exists (provisioning is re-runnable)."""
     kwargs: dict[str, Any] = {
         "TableName": name,
-        "KeySchema": _KEY_SCHEMA,
-        "AttributeDefinitions": _ATTRIBUTES,
-        "BillingMode": "PAY_PER_REQUEST",
+        "KeySchema": shape["KeySchema"],
+        "AttributeDefinitions": shape["AttributeDefinitions"],
+        "BillingMode": shape["BillingMode"],
     }
-    if indexes:
-        kwargs["GlobalSecondaryIndexes"] = indexes
-        kwargs["AttributeDefinitions"] = [*_ATTRIBUTES, *(
-            {"AttributeName": k["AttributeName"], "AttributeType": "S"}
-            for index in indexes for k in index["KeySchema"])]
-    if stream:
+    if shape.get("GlobalSecondaryIndexes"):
+        kwargs["GlobalSecondaryIndexes"] = shape["GlobalSecondaryIndexes"]
+    if shape["StreamViewType"]:
         kwargs["StreamSpecification"] = {
             "StreamEnabled": True,
-            "StreamViewType": "NEW_AND_OLD_IMAGES",
+            "StreamViewType": shape["StreamViewType"],
         }
     try:
         client.create_table(**kwargs)
@@ -65,30 +50,25 @@ def _create_table(client: Any, name: str, *, stream: bool,
             return False
         raise
     client.get_waiter("table_exists").wait(TableName=name)
+    if shape["PointInTimeRecovery"]:
+        client.update_continuous_backups(
+            TableName=name,
+            PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True},
+        )
+    if shape["TtlAttribute"]:
+        client.update_time_to_live(
+            TableName=name,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": shape["TtlAttribute"]},
+        )
     return True
 
 
-def _enable_ttl(client: Any, name: str) -> None:
-    client.update_time_to_live(
-        TableName=name,
-        TimeToLiveSpecification={"Enabled": True, "AttributeName": TTL_ATTRIBUTE},
-    )
-
-
 def create_tables(dynamodb_client: Any, settings: Settings) -> None:
-    """Create main (stream + PITR + the sparse waiting GSI), keys (no stream, no PITR) and
-    projection tables."""
-    if _create_table(dynamodb_client, settings.table_name, stream=True,
-                     indexes=[waiting_index()]):
-        dynamodb_client.update_continuous_backups(
-            TableName=settings.table_name,
-            PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True},
-        )
-        _enable_ttl(dynamodb_client, settings.table_name)
-    # The key table gets no TTL either: a key is deleted by the transaction that shreds it.
-    _create_table(dynamodb_client, settings.key_table_name, stream=False)
-    if _create_table(dynamodb_client, settings.projection_table_name, stream=False):
-        _enable_ttl(dynamodb_client, settings.projection_table_name)
+    """Create the main, key and projection tables with the stack's shapes."""
+    tables = stack_shapes()["tables"]
+    _create_table(dynamodb_client, settings.table_name, tables["main"])
+    _create_table(dynamodb_client, settings.key_table_name, tables["keys"])
+    _create_table(dynamodb_client, settings.projection_table_name, tables["projection"])
 
 
 def create_tenant_key(kms_client: Any, description: str = "engram-memory tenant key") -> str:

@@ -25,7 +25,7 @@ import uvicorn
 from engram_memory import bootstrap, env_names
 from engram_memory.composition.endpoint import build_endpoint
 from engram_memory.domain.ranking import PROJECTION_GENERATION
-from engram_memory.local import state
+from engram_memory.local import adapters, state
 from engram_memory.local.expiry_schedule import run_expiry_schedule
 from engram_memory.local.gate_setup import create_gate_resources
 from engram_memory.local.host_bridge import host_routes
@@ -235,6 +235,7 @@ def resource_url(host: str, port: int, configured: str = "") -> str:
 
 def start_service(config: LocalConfig, *, background: bool = True) -> RunningService:
     """Start everything; with ``background`` uvicorn runs in a thread (tests, embedding)."""
+    adapters.install()
     home = state.home_dir(config.data_dir)
     key = load_or_create_host_key(home / state.HOST_KEY_FILE)
     identity = state.load_identity(home, config.tenant)
