@@ -1,8 +1,11 @@
 """The semantic channel: embed records into the vector index, rank a query by meaning.
 
 Text of a record = its primary component, then the decision, evidence and context texts
-(citations are locators, not meaning), joined by newlines; the model truncates it at its
-token limit, so the primary text always counts. The channel's config digest covers the
+(citations are locators, not meaning), each distinct text once, joined by newlines; the
+model truncates it at its token limit, so the primary text always counts. A text repeated
+in two fields (a decision that restates the primary, a note stored as both primary and
+context) is embedded once: a repeat adds no meaning, only tokens, and under the token limit
+it would push the following fields out. The channel's config digest covers the
 model (id, dimension, file hash), the index, the text rule and the neighbours read.
 """
 
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
     from engram_memory.services.semantic_ports import Embedder, Vector, VectorIndex
 
-TEXT_RULE = "primary+decision+evidence+context/v1"
+TEXT_RULE = "primary+decision+evidence+context/v2-distinct"
 _TEXT_FIELDS = ("primary", "decision", "evidence", "context")
 
 
@@ -36,7 +39,7 @@ class Nearest:
 def record_text(record_id: str, record: Mapping[str, Any]) -> str:
     """What the embedder reads of a record."""
     fields = record_document(record_id, record).fields
-    return "\n".join(fields[name] for name in _TEXT_FIELDS if fields.get(name))
+    return "\n".join(dict.fromkeys(fields[name] for name in _TEXT_FIELDS if fields.get(name)))
 
 
 class SemanticChannel:
