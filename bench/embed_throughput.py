@@ -6,7 +6,8 @@ Run: ``.venv/bin/python bench/embed_throughput.py [--model DIR] [--compare DIR]
 then abstract (the text the projector embeds for such a record, ~200 tokens), and
 "short", the title alone (~15 tokens, the length of a conversation turn). "one at a
 time" calls ``OnnxEmbedder.embed`` once per text, as the projector did before; "batched"
-hands it the whole list (MAX_BATCH texts per model call, shortest first). Each mode runs
+hands it the whole list (model calls of at most MAX_BATCH texts and MAX_BATCH_TOKENS
+padded tokens, shortest first). Each mode runs
 twice, interleaved, and the faster run counts (the box is shared: the numbers are noisy).
 The query latency is the median and p95 of
 embedding each of the first 100 Cranfield queries alone (what a search pays); with
@@ -21,7 +22,11 @@ import statistics
 import time
 from pathlib import Path
 
-from engram_memory.adapters.embedding.onnx_embedder import MAX_BATCH, OnnxEmbedder
+from engram_memory.adapters.embedding.onnx_embedder import (
+    MAX_BATCH,
+    MAX_BATCH_TOKENS,
+    OnnxEmbedder,
+)
 from harness import ROOT, machine, percentile, table
 from ir_eval import load_cranfield, primary_text, titles
 
@@ -56,8 +61,9 @@ def main() -> None:
     for _ in range(2):
         for size, texts in sets.items():
             for batched in (False, True):
-                name = f"{size}, " + (f"batched ({MAX_BATCH} per call)" if batched
-                                      else "one at a time")
+                name = f"{size}, " + (
+                    f"batched (≤ {MAX_BATCH} texts, ≤ {MAX_BATCH_TOKENS} tokens per call)"
+                    if batched else "one at a time")
                 runs.setdefault(name, []).append(rate(embedder, texts, batched))
     embedders = {options.model.name: embedder}
     if options.compare:

@@ -10,13 +10,14 @@ loudly (a same-size corrupt graph fails onnxruntime's parse) without hashing 23 
 every cold start. Pooling = mean over the attention mask, then L2 normalization (what
 all-MiniLM-L6-v2's ``1_Pooling/config.json`` specifies).
 
-A batch of texts is one model call (at most MAX_BATCH texts per call, shortest first so
-little is padded). That is sound because the model's arithmetic is fp32: the committed
-graph stores its weights as int8 but dequantizes them when the session is built
-(models/all-minilm-l6-v2/export.py), so nothing about a text's neighbours (their content,
-their length, the padding) enters its vector; ``tests/unit/adapters/test_minilm_model.py``
-asserts a batched vector equals the text's vector alone. (The dynamic-int8 graph used
-before quantized activations with one scale per batch tensor, so a text had to run alone.)
+A batch of texts is one model call (at most MAX_BATCH texts and MAX_BATCH_TOKENS padded
+tokens per call, shortest first so little is padded). That is sound because the model's
+arithmetic is fp32: the committed graph stores its weights as int8 but dequantizes them
+when the session is built (models/all-minilm-l6-v2/export.py), so nothing about a text's
+neighbours (their content, their length, the padding) enters its vector;
+``tests/unit/adapters/test_minilm_model.py`` asserts a batched vector equals the text's
+vector alone. (The dynamic-int8 graph used before quantized activations with one scale
+per batch tensor, so a text had to run alone.)
 """
 
 from __future__ import annotations
@@ -31,7 +32,10 @@ from typing import Any
 from engram_memory.services.semantic_ports import EmbedderInfo, SemanticChannelError, Vector
 
 MANIFEST = "MANIFEST.json"
-MAX_BATCH = 32  # texts per model call: bounds the padded input tensors
+MAX_BATCH = 32  # texts per model call
+MAX_BATCH_TOKENS = 2048  # padded tokens per model call (texts x longest): long texts go in
+# smaller calls, since attention grows with the square of the length and a large padded
+# batch of ~256-token texts ran slower than the same texts one at a time (docs/search.md)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +64,19 @@ class ModelManifest:
                 or set(manifest.sizes) != set(manifest.files)):
             raise SemanticChannelError
         return manifest
+
+
+def _chunks(order: list[int], lengths: list[int]) -> list[list[int]]:
+    """``order`` (shortest first) cut into model calls of at most MAX_BATCH texts and
+    MAX_BATCH_TOKENS padded tokens (a text longer than that goes alone)."""
+    chunks: list[list[int]] = []
+    for i in order:
+        if chunks and len(chunks[-1]) < MAX_BATCH and (
+                (len(chunks[-1]) + 1) * lengths[i] <= MAX_BATCH_TOKENS):
+            chunks[-1].append(i)
+        else:
+            chunks.append([i])
+    return chunks
 
 
 class _Loaded:
@@ -122,8 +139,7 @@ class OnnxEmbedder:
         try:
             encodings = model.tokenizer.encode_batch(list(texts))
             order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-            for start in range(0, len(order), MAX_BATCH):
-                chunk = order[start:start + MAX_BATCH]
+            for chunk in _chunks(order, [len(e.ids) for e in encodings]):
                 vectors = self._run(model, [encodings[i].ids for i in chunk])
                 for i, vector in zip(chunk, vectors, strict=True):
                     out[i] = vector
