@@ -145,6 +145,10 @@ class StreamBatch:
         work.sequence_numbers.append(sequence_number)
 
 
+def _indexed(document: IndexedDocument | None) -> bool:
+    return document is not None and document.indexed
+
+
 class ProjectionService:
     """Index or unindex one record so the projection matches canonical state."""
 
@@ -173,9 +177,25 @@ class ProjectionService:
         documents = self._projection.documents(scope, ids)
         rows = rows_future.result()
         hints = image_records or {}
+        embedded = self._embed_unindexed(scope, ids, rows, documents)
         for record_id in ids:
             self._settle(RecordKey(scope, record_id), rows.get(record_id),
-                         documents.get(record_id), list(hints.get(record_id, ())))
+                         documents.get(record_id), list(hints.get(record_id, ())),
+                         vector_written=record_id in embedded)
+
+    def _embed_unindexed(self, scope: Scope, ids: list[str], rows: Mapping[str, RecordRow],
+                         documents: Mapping[str, IndexedDocument]) -> set[str]:
+        """Put the vectors of the records :meth:`_settle` will index, their texts embedded
+        in one embedder call (the vectors equal those put one at a time); their ids."""
+        if self._semantic is None:
+            return set()
+        batch = [(scope, record_id, row.record) for record_id in ids
+                 if (row := rows.get(record_id)) is not None and row.record is not None
+                 and row.state == ACCEPTED_CURRENT
+                 and not _indexed(documents.get(record_id))]
+        if batch:
+            self._semantic.index_records(batch)
+        return {record_id for _, record_id, _ in batch}
 
     def catch_up(self, scope: Scope, through: int, settled: set[str] | None = None) -> None:
         """Apply every journal event up to ``through`` not yet applied; raise the watermark.
@@ -213,11 +233,12 @@ class ProjectionService:
         self.catch_up(scope, self._records.head_cursor(scope))
 
     def _settle(self, key: RecordKey, row: RecordRow | None, document: IndexedDocument | None,
-                hints: list[Mapping[str, Any]]) -> None:
-        """Index or remove one record given its record item and doc item, read just now."""
+                hints: list[Mapping[str, Any]], *, vector_written: bool = False) -> None:
+        """Index or remove one record given its record item and doc item, read just now
+        (``vector_written``: its vector was put by the batch's one embedder call)."""
         if row is not None and row.state == ACCEPTED_CURRENT and row.record is not None:
-            if document is None or not document.indexed:
-                self._index(key, row, row.record)
+            if not _indexed(document):
+                self._index(key, row, row.record, vector_written=vector_written)
             return
         if row is not None and row.record is not None:
             hints.append(row.record)
@@ -225,9 +246,10 @@ class ProjectionService:
         if row is not None and row.projection_invalidation != INVALIDATION_COMPLETE:
             self._records.mark_projection_complete(key.scope, key.record_id)
 
-    def _index(self, key: RecordKey, row: RecordRow, record: Mapping[str, Any]) -> None:
+    def _index(self, key: RecordKey, row: RecordRow, record: Mapping[str, Any], *,
+               vector_written: bool = False) -> None:
         analyzed = analyze(record_document(key.record_id, record))
-        if self._semantic is not None:
+        if self._semantic is not None and not vector_written:
             self._semantic.index_record(key.scope, key.record_id, record)
         if self._projection.index_at_once(key.scope, analyzed, row.record_digest):
             return

@@ -1,14 +1,17 @@
 """The semantic channel: embed records into the vector index, rank a query by meaning.
 
 Text of a record = its primary component, then the decision, evidence and context texts
-(citations are locators, not meaning), joined by newlines; the model truncates it at its
-token limit, so the primary text always counts. The channel's config digest covers the
+(citations are locators, not meaning), each distinct text once, joined by newlines; the
+model truncates it at its token limit, so the primary text always counts. A text repeated
+in two fields (a decision that restates the primary, a note stored as both primary and
+context) is embedded once: a repeat adds no meaning, only tokens, and under the token limit
+it would push the following fields out. The channel's config digest covers the
 model (id, dimension, file hash), the index, the text rule and the neighbours read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
     from engram_memory.services.semantic_ports import Embedder, Vector, VectorIndex
 
-TEXT_RULE = "primary+decision+evidence+context/v1"
+TEXT_RULE = "primary+decision+evidence+context/v2-distinct"
 _TEXT_FIELDS = ("primary", "decision", "evidence", "context")
 
 
@@ -36,7 +39,7 @@ class Nearest:
 def record_text(record_id: str, record: Mapping[str, Any]) -> str:
     """What the embedder reads of a record."""
     fields = record_document(record_id, record).fields
-    return "\n".join(fields[name] for name in _TEXT_FIELDS if fields.get(name))
+    return "\n".join(dict.fromkeys(fields[name] for name in _TEXT_FIELDS if fields.get(name)))
 
 
 class SemanticChannel:
@@ -67,6 +70,13 @@ class SemanticChannel:
         """Embed the record and put its vector (an overwrite when it is already there)."""
         [vector] = self._embedder.embed([record_text(record_id, record)])
         self._index.put(scope, record_id, vector)
+
+    def index_records(self, records: Sequence[tuple[Scope, str, Mapping[str, Any]]]) -> None:
+        """Embed every record in one embedder call, then put each vector (a batch of the
+        projector: the vectors equal those :meth:`index_record` puts one at a time)."""
+        vectors = self._embedder.embed([record_text(rid, record) for _, rid, record in records])
+        for (scope, record_id, _), vector in zip(records, vectors, strict=True):
+            self._index.put(scope, record_id, vector)
 
     def remove(self, scope: Scope, record_id: str) -> None:
         """Delete the record's vector (absent is fine)."""
