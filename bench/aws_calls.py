@@ -30,7 +30,7 @@ from typing import Any
 # search also needs one Query per distinct query term (its postings), shown as "+ T Query".
 DESIGN_MINIMUM: dict[str, dict[str, int]] = {
     "search": {"dynamodb.GetItem": 1, "dynamodb.BatchGetItem": 2},
-    "get": {"dynamodb.GetItem": 1, "dynamodb.BatchGetItem": 1},
+    "get": {"dynamodb.GetItem": 1, "dynamodb.Query": 1},
     "capture": {"dynamodb.BatchGetItem": 1, "kms.GenerateDataKey": 1,
                 "dynamodb.TransactWriteItems": 1},
     "request_admission": {"dynamodb.BatchGetItem": 2, "kms.Decrypt": 1,

@@ -1,10 +1,10 @@
-"""No timing oracle at the gate (issue 26 item 2).
+"""No timing oracle at the gate, nor in get (issue 26 item 2).
 
 An agent holding any ``confirmation_ref`` but no approval gets the byte-identical
 ``gate_failed`` from withdraw and forget whatever the target: a live record, a pending
 candidate, a terminal one, an unknown id, another workspace's id. It must also take the
 same time, or a prober could test "is a record with exactly this content live?" (ids are
-content digests.
+content digests. Likewise ``get`` of another purpose's record and of an unknown id.
 
 Two checks per tool:
 
@@ -18,7 +18,7 @@ Two checks per tool:
   unapproved forget of a live record went on to a cancelled TransactWriteItems and a
   GetItem, an unknown id stopped after the read: p ≈ 1e-60 at this sample size. The
   threshold is far from both the noise (p is uniform when the distributions agree: with
-  the 7 comparisons here a false alarm is ~7e-6) and the signal.
+  the 8 comparisons here a false alarm is ~8e-6) and the signal.
 """
 
 from __future__ import annotations
@@ -36,14 +36,15 @@ from engram_memory.domain.context import Scope, Tool
 from scipy.stats import mannwhitneyu
 
 from bench.aws_calls import AwsCallCounter
-from tests.fixtures.contract_fixtures import CANDIDATE_ID, RECORD_ID
-from tests.reliability.support import World, error_of, new_key
+from tests.fixtures.contract_fixtures import CANDIDATE_ID, PURPOSE_REF, RECORD_ID
+from tests.reliability.support import World, capture_args, error_of, new_key
 from tests.support.events import TENANT_ID
 
 ROUNDS = 150
 WARMUP = 10
 P_FAIL = 1e-6
 OTHER_WORKSPACE = Scope(TENANT_ID, "ws-other")
+OTHER_PURPOSE = "purpose:billing"
 
 Call = Callable[[], dict[str, Any]]
 
@@ -83,8 +84,22 @@ def _forget_targets(world: World) -> dict[str, Call]:
             for name, target in ids.items()}
 
 
-TARGETS = {"withdraw": _withdraw_targets, "forget": _forget_targets}
-REFUSAL = {"withdraw": "gate_failed", "forget": "gate_failed"}
+def _get_targets(world: World) -> dict[str, Call]:
+    args = capture_args("timing other purpose")
+    args["payload"]["purpose_ref"] = OTHER_PURPOSE
+    candidate = world.call(Tool.CAPTURE, args)["output"]["value"]["candidate_id"]
+    envelope = world.call(Tool.REQUEST_ADMISSION, {
+        "candidate_id": candidate, "idempotency_key": new_key("admit")},
+        purpose_ref=OTHER_PURPOSE)
+    other_purpose = envelope["output"]["value"]["outcome"]["record_id"]
+
+    def get(record_id: str) -> Call:
+        return lambda: world.call(Tool.GET, {"record_id": record_id, "purpose_ref": PURPOSE_REF})
+    return {"unknown": get(RECORD_ID), "other purpose": get(other_purpose)}
+
+
+TARGETS = {"withdraw": _withdraw_targets, "forget": _forget_targets, "get": _get_targets}
+REFUSAL = {"withdraw": "gate_failed", "forget": "gate_failed", "get": "NOT_FOUND"}
 
 
 def _refusal(envelope: dict[str, Any]) -> dict[str, Any]:
@@ -92,25 +107,42 @@ def _refusal(envelope: dict[str, Any]) -> dict[str, Any]:
     return {**error, "auditId": envelope["auditId"]}
 
 
+def _items_returned(parsed: dict[str, Any], **_: Any) -> None:
+    """After-call hook: how many items DynamoDB handed back (the work a found item costs)."""
+    found = len(parsed.get("Items", [])) + (1 if parsed.get("Item") else 0)
+    found += sum(len(rows) for rows in parsed.get("Responses", {}).values())
+    _RETURNED.append(found)
+
+
+_RETURNED: list[int] = []
+
+
 @pytest.mark.parametrize("tool", TARGETS)
 def test_an_unapproved_call_does_the_same_aws_calls_whatever_the_target(
     world: World, tool: str
 ) -> None:
+    # Same operations, and the same number of items read back: a found item is work
+    # (moto serializes it, botocore parses it, the service decodes it) an unknown id skips.
     targets = TARGETS[tool](world)
-    counter = AwsCallCounter().attach([bootstrap.dynamodb_client(), bootstrap.kms_client()])
-    seen: dict[str, tuple[Counter[str], dict[str, Any]]] = {}
+    client = bootstrap.dynamodb_client()
+    counter = AwsCallCounter().attach([client, bootstrap.kms_client()])
+    client.meta.events.register("after-call.dynamodb", _items_returned,
+                                unique_id="gate-timing-items")
+    seen: dict[str, tuple[Counter[str], list[int], dict[str, Any]]] = {}
     try:
         for name, call in targets.items():
             call()  # warm: the handler and its clients exist
+            _RETURNED.clear()
             with counter.measure() as block:
                 envelope = call()
-            seen[name] = (block.calls, _refusal(envelope))
+            seen[name] = (block.calls, list(_RETURNED), _refusal(envelope))
     finally:
         counter.detach()
-    unknown_calls, unknown_error = seen["unknown"]
-    assert unknown_error["code"] == REFUSAL[tool]
-    for name, (calls, error) in seen.items():
-        assert (calls, error) == (unknown_calls, unknown_error), name
+        client.meta.events.unregister("after-call.dynamodb", unique_id="gate-timing-items")
+    unknown = seen["unknown"]
+    assert unknown[2]["code"] == REFUSAL[tool]
+    for name, observed in seen.items():
+        assert observed == unknown, name
 
 
 def _durations(targets: dict[str, Call]) -> dict[str, list[float]]:
