@@ -30,18 +30,19 @@ from typing import Any
 # search also needs one Query per distinct query term (its postings), shown as "+ T Query".
 DESIGN_MINIMUM: dict[str, dict[str, int]] = {
     "search": {"dynamodb.GetItem": 1, "dynamodb.BatchGetItem": 2},
-    "get": {"dynamodb.GetItem": 1, "dynamodb.BatchGetItem": 1},
+    "get": {"dynamodb.GetItem": 1, "dynamodb.Query": 1},
     "capture": {"dynamodb.BatchGetItem": 1, "kms.GenerateDataKey": 1,
                 "dynamodb.TransactWriteItems": 1},
     "request_admission": {"dynamodb.BatchGetItem": 2, "kms.Decrypt": 1,
                           "dynamodb.TransactWriteItems": 1},
-    "withdraw": {"dynamodb.BatchGetItem": 1, "dynamodb.TransactWriteItems": 1},
-    "forget": {"dynamodb.BatchGetItem": 1, "dynamodb.TransactWriteItems": 1},
+    # The approval before the target (issue 26 item 2), then the target, then the commit.
+    "withdraw": {"dynamodb.BatchGetItem": 2, "dynamodb.TransactWriteItems": 1},
+    "forget": {"dynamodb.BatchGetItem": 2, "dynamodb.TransactWriteItems": 1},
 }
 # The fewest sequential round trips each tool's reads and writes allow, derived in
 # docs/performance.md ("Round trips"): a call waits only for the calls it depends on.
 ROUND_TRIP_FLOOR: dict[str, int] = {
-    "search": 3, "get": 2, "capture": 2, "request_admission": 3, "withdraw": 2, "forget": 2,
+    "search": 3, "get": 2, "capture": 2, "request_admission": 3, "withdraw": 3, "forget": 3,
 }
 PER_TERM_NOTE = {"search": " + T Query"}
 

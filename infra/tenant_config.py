@@ -14,6 +14,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.hazmat.primitives.serialization import load_pem_public_key
+from engram_memory.host_token import MAX_HOST_KEYS, keys_from_jwks
 
 from infra.constructs.retention import RETENTION_BY_DAYS
 from infra.names import FUNCTIONS
@@ -49,6 +50,9 @@ class TenantConfig:
     host_issuer: str
     audience: str
     host_public_key_pem: str
+    # The host key set (JWKS entries, each with a kid): replaces host_public_key_pem when
+    # given, so a key rotation refuses no call (docs/deploy.md, "Host key rotation").
+    host_keys: tuple[dict[str, Any], ...] = ()
     admission_policy_id: str = "default"
     admission_policy_version: str = "1"
     admission_mode: str = "accept"
@@ -101,6 +105,8 @@ class TenantConfig:
             host_issuer=str(host.get("issuer", "")),
             audience=str(host.get("audience") or f"urn:engram-memory:{tenant_id}"),
             host_public_key_pem=str(host.get("public_key_pem", "")),
+            host_keys=tuple(dict(k) if isinstance(k, dict) else {"invalid": k}
+                            for k in host.get("keys") or ()),
             admission_policy_id=str(policy.get("id", "default")),
             admission_policy_version=str(policy.get("version", "1")),
             admission_mode=str(policy.get("mode", "accept")),
@@ -141,13 +147,34 @@ class TenantConfig:
             problems.append("workspace_ids must be a non-empty list of ids without '#'")
         if not self.host_issuer:
             problems.append("host.issuer is required")
-        if not _is_supported_public_key(self.host_public_key_pem):
-            problems.append("host.public_key_pem must be an Ed25519 or EC P-256 public key (PEM)")
+        problems.extend(self._host_key_problems())
         if self.admission_mode not in _MODES:
             problems.append(f"admission_policy.mode must be one of {', '.join(_MODES)}")
         if self.purpose_scope not in _PURPOSE_SCOPES:
             problems.append(f"purpose_scope must be one of {', '.join(_PURPOSE_SCOPES)}")
         return problems
+
+    def _host_key_problems(self) -> list[str]:
+        if self.host_keys and self.host_public_key_pem:
+            return ["give host.keys or host.public_key_pem, not both (a single PEM key is a "
+                    "set of one: move it into host.keys with a kid)"]
+        if self.host_keys:
+            try:
+                keys_from_jwks({"keys": list(self.host_keys)})
+            except ValueError:
+                return [f"host.keys must be 1 to {MAX_HOST_KEYS} Ed25519 or EC P-256 public "
+                        "JWKs, each with a unique kid (alg EdDSA or ES256 when given)"]
+            return []
+        if not _is_supported_public_key(self.host_public_key_pem):
+            return ["host.public_key_pem must be an Ed25519 or EC P-256 public key (PEM)"]
+        return []
+
+    @property
+    def host_jwks(self) -> str:
+        """The key set as the JWKS text the functions read (``""`` with a single PEM)."""
+        if not self.host_keys:
+            return ""
+        return json.dumps({"keys": list(self.host_keys)}, separators=(",", ":"), sort_keys=True)
 
     def _limit_problems(self) -> list[str]:
         problems = []

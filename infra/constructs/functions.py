@@ -255,7 +255,6 @@ def stack_environment(config: TenantConfig, *, table: str, key_table: str, proje
         env.KMS_KEY_ID: kms_key_arn,
         env.HOST_ISSUER: config.host_issuer,
         env.AUDIENCE: config.audience,
-        env.HOST_PUBLIC_KEY_PEM: config.host_public_key_pem,
         env.ADMISSION_POLICY_ID: config.admission_policy_id,
         env.ADMISSION_POLICY_VERSION: config.admission_policy_version,
         env.ADMISSION_MODE: config.admission_mode,
@@ -264,4 +263,7 @@ def stack_environment(config: TenantConfig, *, table: str, key_table: str, proje
         env.RECONCILIATION_FAMILIES: ",".join(config.reconciliation_families),
         env.REDACTION_ALLOWLIST: ",".join(config.redaction_allowlist),
         env.PURPOSE_SCOPE: config.purpose_scope,
+        # The host's trust anchor: the key set when configured, else the one PEM key.
+        **({env.HOST_JWKS: config.host_jwks} if config.host_keys
+           else {env.HOST_PUBLIC_KEY_PEM: config.host_public_key_pem}),
     }

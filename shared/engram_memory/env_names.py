@@ -22,6 +22,9 @@ KMS_KEY_ID: Final = "ENGRAM_KMS_KEY_ID"
 HOST_ISSUER: Final = "ENGRAM_HOST_ISSUER"
 AUDIENCE: Final = "ENGRAM_AUDIENCE"
 HOST_PUBLIC_KEY_PEM: Final = "ENGRAM_HOST_PUBLIC_KEY_PEM"
+# The host's key set (a JWKS, each key with a kid): rotation without refused calls. When set,
+# it is the trust anchor and HOST_PUBLIC_KEY_PEM is not read (docs/deploy.md).
+HOST_JWKS: Final = "ENGRAM_HOST_JWKS"
 # The host's policies.
 ADMISSION_POLICY_ID: Final = "ENGRAM_ADMISSION_POLICY_ID"
 ADMISSION_POLICY_VERSION: Final = "ENGRAM_ADMISSION_POLICY_VERSION"

@@ -7,10 +7,18 @@ Every failure raises the one :class:`UntrustedContext` with a constant message, 
 caller cannot learn which check failed. ``jti`` is logged for audit and deliberately not
 enforced single-use: one client session sends discovery, list and several calls under one
 token.
+
+The host's keys are a small set (docs/deploy.md, "Host key rotation"): a JWKS of Ed25519
+and P-256 public keys, each named by a ``kid``. A token's header ``kid`` selects its key,
+and nothing else in the header is used: ``alg`` must be the selected key's one algorithm,
+and a header naming a key itself (``jwk``, ``jku``, ``x5u``, ``x5c``) is refused. A
+deployment configured with one PEM key (before key sets) is a set of one unnamed key:
+every token is checked against it, whatever its ``kid``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import unicodedata
 from collections.abc import Callable, Mapping
@@ -35,6 +43,8 @@ MAX_TOKEN_BYTES = 16_384
 MAX_REF_BYTES = 512
 MAINTAIN = "maintain"
 _TIME_CLAIMS = ("exp", "iat", "nbf")
+MAX_HOST_KEYS = 8  # a rotation needs two; a few more leave room for an emergency key
+KEY_HEADERS = frozenset({"jwk", "jku", "x5u", "x5c"})  # a token never names its own key
 _AGENT_STRING_CLAIMS = ("tenant", "workspace", "principal", "agent_id", "session", "purpose_ref",
                         "audit_id", "jti")
 
@@ -62,11 +72,66 @@ class MaintainerIdentity:
     token_id: str
 
 
+PublicKey = ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey
+
+
+def _supported(key: Any) -> PublicKey:
+    """``key`` when it is an Ed25519 or P-256 public key (the only two the host may use)."""
+    if isinstance(key, ed25519.Ed25519PublicKey):
+        return key
+    if isinstance(key, ec.EllipticCurvePublicKey) and isinstance(key.curve, ec.SECP256R1):
+        return key
+    raise ValueError("a host key must be an Ed25519 or EC P-256 public key")
+
+
+@dataclass(frozen=True, slots=True)
+class HostKey:
+    """One trusted host public key; ``kid`` None only for a single-PEM deployment."""
+
+    kid: str | None
+    public_key: PublicKey
+
+    @property
+    def algorithm(self) -> str:
+        """The one algorithm the key type allows: no algorithm confusion is possible."""
+        return "EdDSA" if isinstance(self.public_key, ed25519.Ed25519PublicKey) else "ES256"
+
+
+def keys_from_jwks(jwks: str | Mapping[str, Any]) -> tuple[HostKey, ...]:
+    """The host key set of a JWKS (``{"keys": [...]}``, JSON text or parsed).
+
+    Each key: an Ed25519 (``OKP``) or P-256 (``EC``) **public** JWK with a non-empty,
+    unique ``kid``; ``alg``, when given, must be its algorithm. 1 to ``MAX_HOST_KEYS``.
+    """
+    raw = json.loads(jwks) if isinstance(jwks, str) else jwks
+    entries = raw.get("keys") if isinstance(raw, Mapping) else None
+    if not isinstance(entries, list) or not 1 <= len(entries) <= MAX_HOST_KEYS:
+        raise ValueError(f"the host key set must hold 1 to {MAX_HOST_KEYS} keys")
+    keys: list[HostKey] = []
+    for entry in entries:
+        if not isinstance(entry, Mapping) or "d" in entry:
+            raise ValueError("a host key must be a public JWK")
+        kid = entry.get("kid")
+        if not isinstance(kid, str) or not kid or len(kid) > MAX_REF_BYTES:
+            raise ValueError("every host key needs a kid")
+        try:
+            loaded = jwt.PyJWK(dict(entry))
+        except jwt.PyJWTError as exc:
+            raise ValueError("a host key must be an Ed25519 or EC P-256 public JWK") from exc
+        key = HostKey(kid, _supported(loaded.key))
+        if entry.get("alg") not in (None, key.algorithm):
+            raise ValueError("a host key's alg must be EdDSA (Ed25519) or ES256 (P-256)")
+        keys.append(key)
+    if len({key.kid for key in keys}) != len(keys):
+        raise ValueError("host key ids must be unique")
+    return tuple(keys)
+
+
 @dataclass(frozen=True, slots=True)
 class HostTokenVerifier:
-    """What a token is checked against: the registered host key, issuer and audience."""
+    """What a token is checked against: the registered host keys, issuer and audience."""
 
-    public_key: ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey
+    keys: tuple[HostKey, ...]
     issuer: str
     audience: str
     tenant_id: str
@@ -85,25 +150,51 @@ class HostTokenVerifier:
         workspace_ids: tuple[str, ...],
         clock: SecondsClock,
     ) -> HostTokenVerifier:
-        """Load the host public key (Ed25519 or P-256) and bind the deployment's identity."""
-        key = load_pem_public_key(pem.encode("ascii"))
-        is_p256 = isinstance(key, ec.EllipticCurvePublicKey) and isinstance(key.curve, ec.SECP256R1)
-        if not (isinstance(key, ed25519.Ed25519PublicKey) or is_p256):
-            raise ValueError("the host key must be Ed25519 or EC P-256")
+        """One host public key (Ed25519 or P-256; a set of one unnamed key) and the
+        deployment's identity."""
+        key = HostKey(None, _supported(load_pem_public_key(pem.encode("ascii"))))
+        return cls.from_keys((key,), issuer=issuer, audience=audience, tenant_id=tenant_id,
+                             workspace_ids=workspace_ids, clock=clock)
+
+    @classmethod
+    def from_keys(
+        cls,
+        keys: tuple[HostKey, ...],
+        *,
+        issuer: str,
+        audience: str,
+        tenant_id: str,
+        workspace_ids: tuple[str, ...],
+        clock: SecondsClock,
+    ) -> HostTokenVerifier:
+        """A key set (``keys_from_jwks``) and the deployment's identity."""
+        if not keys or (len(keys) > 1 and any(key.kid is None for key in keys)):
+            raise ValueError("host keys: one unnamed key, or keys that each have a kid")
         if not issuer or not audience or not tenant_id:
             raise ValueError("issuer, audience and tenant are required")
-        return cls(key, issuer, audience, tenant_id, workspace_ids, clock)  # type: ignore[arg-type]
+        return cls(keys, issuer, audience, tenant_id, workspace_ids, clock)
 
-    @property
-    def algorithms(self) -> list[str]:
-        """The one algorithm the key type allows: no algorithm confusion is possible."""
-        return ["EdDSA"] if isinstance(self.public_key, ed25519.Ed25519PublicKey) else ["ES256"]
+    def key_for(self, header: Mapping[str, Any]) -> HostKey:
+        """The key a token header selects: by ``kid`` only (UntrustedContext if none)."""
+        if KEY_HEADERS & set(header):
+            raise UntrustedContext()
+        if len(self.keys) == 1 and self.keys[0].kid is None:
+            return self.keys[0]  # a single-PEM deployment: nothing to select
+        kid = header.get("kid")
+        for key in self.keys:
+            if isinstance(kid, str) and key.kid == kid:
+                return key
+        raise UntrustedContext()
 
 
 def verifier_from_settings(settings: Settings, clock: SecondsClock) -> HostTokenVerifier:
-    """A verifier for the deployment described by ``settings`` (engram_memory.settings)."""
-    return HostTokenVerifier.from_pem(
-        settings.host_public_key_pem,
+    """A verifier for the deployment described by ``settings`` (engram_memory.settings):
+    the key set ``ENGRAM_HOST_JWKS`` when set, else the one key ``ENGRAM_HOST_PUBLIC_KEY_PEM``."""
+    keys = (keys_from_jwks(settings.host_jwks) if settings.host_jwks else
+            (HostKey(None, _supported(load_pem_public_key(
+                settings.host_public_key_pem.encode("ascii")))),))
+    return HostTokenVerifier.from_keys(
+        keys,
         issuer=settings.host_issuer,
         audience=settings.audience,
         tenant_id=settings.tenant_id,
@@ -127,10 +218,11 @@ def _decode(token: str, verifier: HostTokenVerifier) -> dict[str, Any]:
     if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_BYTES:
         raise UntrustedContext()
     try:
+        key = verifier.key_for(jwt.get_unverified_header(token))
         claims: dict[str, Any] = jwt.decode(
             token,
-            key=verifier.public_key,
-            algorithms=verifier.algorithms,
+            key=key.public_key,
+            algorithms=[key.algorithm],
             audience=verifier.audience,
             issuer=verifier.issuer,
             # Time is checked below against the injected clock so tests control it.

@@ -44,6 +44,8 @@ class Settings:
     host_issuer: str
     audience: str
     host_public_key_pem: str
+    # The host's key set (JWKS JSON); when set it replaces host_public_key_pem (rotation).
+    host_jwks: str = ""
     # Admission policy configured by the host for this tenant.
     admission_policy_id: str = "default"
     admission_policy_version: str = "1"
@@ -118,6 +120,7 @@ def _deployment(e: Mapping[str, str]) -> dict[str, Any]:
         "host_issuer": e.get(n.HOST_ISSUER, ""),
         "audience": e.get(n.AUDIENCE, ""),
         "host_public_key_pem": e.get(n.HOST_PUBLIC_KEY_PEM, ""),
+        "host_jwks": e.get(n.HOST_JWKS, ""),
     }
 
 

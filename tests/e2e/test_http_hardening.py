@@ -91,3 +91,23 @@ def test_the_metadata_and_host_routes_check_host_and_origin(
     foreign_origin = httpx2.get(service.base_url + path,
                                 headers={**bearer, "Origin": "https://evil.example"})
     assert foreign_origin.status_code == 403
+
+
+@pytest.mark.parametrize("era", [{}, {"MCP-Protocol-Version": "2026-07-28"}],
+                         ids=["initialize-era", "2026-era"])
+@pytest.mark.parametrize(("body", "code", "message"), [
+    (b"{", -32700, "Parse error"),
+    (b"null", -32600, "Body must be a single JSON-RPC request or notification object"),
+    (b"[]", -32600, "Body must be a single JSON-RPC request or notification object"),
+    (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":"x"}', -32600,
+     "Body must be a single JSON-RPC request or notification object"),
+])
+def test_an_unreadable_mcp_body_gets_a_constant_json_rpc_error_on_both_eras(
+    service: RunningService, era: dict[str, str], body: bytes, code: int, message: str
+) -> None:
+    response = httpx2.post(service.mcp_url, content=body, headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        **era})
+    assert response.status_code == 400
+    assert response.json() == {"jsonrpc": "2.0", "id": None,
+                               "error": {"code": code, "message": message}}

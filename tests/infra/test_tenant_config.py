@@ -126,3 +126,48 @@ def test_the_index_dimension_follows_the_embedder() -> None:
     assert TenantConfig.from_dict(_example()).embedding_dimension == 384
     titan = _example() | {"semantic": {"embedder": "bedrock-titan-v2", "titan_dimension": 512}}
     assert TenantConfig.from_dict(titan).embedding_dimension == 512
+
+
+def _host_keys() -> list[dict[str, Any]]:
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+    from engram_memory.local.tokens import public_jwk
+
+    return [public_jwk(ed25519.Ed25519PrivateKey.generate(), "host-2026-06"),
+            public_jwk(ec.generate_private_key(ec.SECP256R1()), "host-2026-12")]
+
+
+def test_a_host_key_set_reaches_every_function_as_the_jwks_it_reads() -> None:
+    from engram_memory import env_names
+    from engram_memory.host_token import keys_from_jwks
+
+    from infra.constructs.functions import stack_environment
+
+    keys = _host_keys()
+    host = {k: v for k, v in _example()["host"].items() if k != "public_key_pem"}
+    config = TenantConfig.from_dict(_example() | {"host": host | {"keys": keys}})
+    env = stack_environment(config, table="t", key_table="k", projection="p", kms_key_arn="a")
+    assert env_names.HOST_PUBLIC_KEY_PEM not in env
+    assert [key.kid for key in keys_from_jwks(env[env_names.HOST_JWKS])] == [
+        "host-2026-06", "host-2026-12"]
+    # A single PEM key (every configuration before key sets) still deploys as before.
+    legacy = stack_environment(load_config(), table="t", key_table="k", projection="p",
+                               kms_key_arn="a")
+    assert env_names.HOST_JWKS not in legacy
+    assert legacy[env_names.HOST_PUBLIC_KEY_PEM] == load_config().host_public_key_pem
+
+
+@pytest.mark.parametrize("keys", [
+    [{"kty": "OKP", "crv": "Ed25519", "x": "AAAA"}],
+    "@duplicate",
+    "@private-or-both",
+], ids=["no-kid", "duplicate-kid", "pem-and-keys"])
+def test_a_host_key_set_must_be_named_public_keys_given_alone(keys: Any) -> None:
+    host = {k: v for k, v in _example()["host"].items() if k != "public_key_pem"}
+    if keys == "@duplicate":
+        first = _host_keys()[0]
+        keys = [first, first]
+    elif keys == "@private-or-both":
+        host = _example()["host"]
+        keys = _host_keys()
+    with pytest.raises(ConfigError, match="host"):
+        TenantConfig.from_dict(_example() | {"host": host | {"keys": keys}})

@@ -168,3 +168,23 @@ def test_a_browser_origin_is_served_only_when_the_stack_lists_it(
     other = event("legacy_tools_list")
     other["headers"]["origin"] = "https://evil.example"
     assert handler.lambda_handler(other, FakeLambdaContext())["statusCode"] == 403
+
+
+@pytest.mark.parametrize("era", ["legacy_initialize", "modern_tools_list"])
+@pytest.mark.parametrize(("body", "code"), [
+    ("{", -32700), ("null", -32600), ("[]", -32600),
+    ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":"x"}', -32600)])
+def test_an_unreadable_body_is_a_constant_error_before_any_token_check(
+    handler: ModuleType, era: str, body: str, code: int
+) -> None:
+    # Before: the initialize era answered with pydantic's text (and a link to its docs).
+    ev = event(era)
+    del ev["headers"]["authorization"]
+    ev["body"] = body
+    response = handler.lambda_handler(ev, FakeLambdaContext())
+    assert response["statusCode"] == 400
+    message = {-32700: "Parse error",
+               -32600: "Body must be a single JSON-RPC request or notification object"}[code]
+    assert response["body"] == json.dumps(
+        {"jsonrpc": "2.0", "error": {"code": code, "message": message}, "id": None},
+        separators=(",", ":"))

@@ -28,8 +28,12 @@ from tests.reliability.support import World
 _HANDLER = leakwatch.CollectingHandler(runtime.logger.registered_formatter)
 
 
-def _attach_everywhere() -> None:
-    """The root logger, plus loggers that do not propagate to it (created at any time)."""
+def attach_everywhere() -> None:
+    """The root logger, plus loggers that do not propagate to it (created at any time).
+
+    Call it again after something reconfigured logging (uvicorn's dictConfig replaces the
+    handlers of its own loggers when a server starts).
+    """
     targets = [logging.getLogger()]
     for logger in list(logging.root.manager.loggerDict.values()):
         if isinstance(logger, logging.Logger) and not logger.propagate:
@@ -74,7 +78,7 @@ def _wrap_observability(patch: pytest.MonkeyPatch) -> None:
 def _leak_watch() -> Iterator[None]:
     patch = pytest.MonkeyPatch()
     _wrap_observability(patch)
-    _attach_everywhere()
+    attach_everywhere()
     try:
         yield
     finally:
@@ -87,7 +91,7 @@ def _leak_watch() -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def _isolated_aws_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     """Loggers created meanwhile are watched; no leftover endpoint escapes ``mock_aws``."""
-    _attach_everywhere()
+    attach_everywhere()
     # A local service started by another tier points AWS_ENDPOINT_URL at its moto server;
     # these tests use the in-process mock and must not write there.
     monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)

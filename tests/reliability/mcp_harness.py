@@ -174,7 +174,7 @@ class McpHarness:
             async with httpx2.AsyncClient(transport=transport, base_url=f"http://{HOST}",
                                           timeout=60) as client:
                 response = await client.post(MCP_PATH, content=body, headers=sent)
-                return Reply(response.status_code, response.text)
+                return Reply(response.status_code, response.text, dict(response.headers))
 
         return self._run(send())
 

@@ -166,3 +166,43 @@ def test_a_host_body_over_the_cap_is_413_after_reading_at_most_the_cap(
 def test_the_host_body_cap_is_the_mcp_body_cap() -> None:
     # One cap on every route of the app: the MCP SDK's own limit on /mcp.
     assert MAX_BODY_BYTES == DEFAULT_MAX_REQUEST_BODY_SIZE
+
+
+PARSE_ERROR = ('{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error"},'
+               '"id":null}')
+INVALID_BODY = ('{"jsonrpc":"2.0","error":{"code":-32600,"message":"Body must be a single '
+                'JSON-RPC request or notification object"},"id":null}')
+UNREADABLE_BODIES = [
+    (b"{", PARSE_ERROR), (b"", PARSE_ERROR), (b'{"jsonrpc": "2.0", "id": 1,', PARSE_ERROR),
+    (b"\xff\xfe", PARSE_ERROR),
+    (b"null", INVALID_BODY), (b"[]", INVALID_BODY), (b"[1, 2]", INVALID_BODY),
+    (b'"x"', INVALID_BODY), (b"5", INVALID_BODY),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": 5}', INVALID_BODY),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": "x"}', INVALID_BODY),
+    (b'{"jsonrpc": "1.0", "id": 1, "method": "initialize"}', INVALID_BODY),
+    (b'{"jsonrpc": "2.0", "method": "notifications/initialized", "params": 5}', INVALID_BODY),
+]
+LIBRARY_TEXT = ("pydantic", "validation error", "EOF", "line 1", "input_value", "Traceback")
+
+
+@pytest.mark.parametrize("modern", [False, True], ids=["initialize-era", "2026-era"])
+@pytest.mark.parametrize(("body", "expected"), UNREADABLE_BODIES)
+def test_an_unreadable_body_gets_a_constant_json_rpc_error_on_both_eras(
+    harness: McpHarness, modern: bool, body: bytes, expected: str
+) -> None:
+    # Before: the initialize era answered "Parse error: EOF while parsing…" and
+    # "Validation error: 4 validation errors for union[…] … errors.pydantic.dev…".
+    reply = harness.post(body, None, modern)
+    assert (reply.status, reply.text) == (400, expected)
+    assert int(reply.headers["content-length"]) == len(expected.encode())
+    assert not any(text.lower() in reply.text.lower() for text in LIBRARY_TEXT)
+
+
+@pytest.mark.parametrize("modern", [False, True], ids=["initialize-era", "2026-era"])
+@pytest.mark.parametrize(("body", "expected"), UNREADABLE_BODIES[:1] + UNREADABLE_BODIES[4:])
+def test_an_unreadable_body_through_the_lambda_bridge_is_the_same_constant(
+    harness: McpHarness, modern: bool, body: bytes, expected: str
+) -> None:
+    headers = {"mcp-protocol-version": MODERN} if modern else {}
+    reply = harness.apigw(_event(headers, body=body.decode()))
+    assert (reply.status, reply.text) == (400, expected)

@@ -17,10 +17,20 @@ from engram_memory.host_token import (
     HostTokenVerifier,
     UntrustedContext,
     bearer_token,
+    keys_from_jwks,
+    verifier_from_settings,
     verify_agent_token,
     verify_maintainer_token,
 )
-from engram_memory.local.tokens import mint_agent_token, mint_maintainer_token, public_pem
+from engram_memory.local.tokens import (
+    host_jwks,
+    key_id,
+    mint_agent_token,
+    mint_maintainer_token,
+    public_jwk,
+    public_pem,
+)
+from engram_memory.settings import Settings
 
 NOW = 1_800_000_000.0
 ISS = "https://host.example"
@@ -234,3 +244,132 @@ def test_an_agent_token_naming_a_principal_of_the_service_itself_is_refused(
     # Its idempotency keys (adjudication, expiry) would otherwise be the agent's to take.
     refused(token(principal=principal))
     assert verify_agent_token(token(principal=principal + " "), verifier()).principal
+
+
+# --- host key sets and rotation (issue 26 item 6) ----------------------------------------
+
+OLD_KEY = ed25519.Ed25519PrivateKey.generate()
+NEW_KEY = ec.generate_private_key(ec.SECP256R1())  # a rotation may change the key type too
+ENV = {"ENGRAM_TENANT_ID": "t1", "ENGRAM_WORKSPACE_IDS": "ws1", "ENGRAM_TABLE_NAME": "main",
+       "ENGRAM_KEY_TABLE_NAME": "keys", "ENGRAM_PROJECTION_TABLE_NAME": "projection",
+       "ENGRAM_HOST_ISSUER": ISS, "ENGRAM_AUDIENCE": AUD}
+
+
+def deployed(*keys: Any) -> HostTokenVerifier:
+    """The verifier a deployment builds from its settings, trusting exactly ``keys``."""
+    settings = Settings.from_env({**ENV, "ENGRAM_HOST_JWKS": host_jwks(*keys)})
+    return verifier_from_settings(settings, clock=lambda: NOW)
+
+
+def host_calls(signer: Any) -> list[tuple[str, str]]:
+    """What the host sends when signing with ``signer``: an agent and a maintainer token."""
+    return [("agent", token(signer)),
+            ("maintainer", mint_maintainer_token(signer, issuer=ISS, audience=AUD,
+                                                 tenant="t1", now=NOW))]
+
+
+def refusals(v: HostTokenVerifier, calls: list[tuple[str, str]]) -> int:
+    refused_calls = 0
+    for kind, tok in calls:
+        try:
+            if kind == "agent":
+                verify_agent_token(tok, v)
+            else:
+                verify_maintainer_token(tok, v)
+        except UntrustedContext:
+            refused_calls += 1
+    return refused_calls
+
+
+def ed25519_token(header: dict[str, Any], claims: dict[str, Any], key: Any) -> str:
+    """A token with exactly this header (PyJWT would refuse to write some of them)."""
+    def part(value: Any) -> bytes:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=")
+    signing_input = part(header) + b"." + part(claims)
+    signature = base64.urlsafe_b64encode(key.sign(signing_input)).rstrip(b"=")
+    return (signing_input + b"." + signature).decode()
+
+
+def test_a_key_rotation_refuses_no_call_at_any_step() -> None:
+    # Before: one key only; deploying the new one refused every token the old one signed
+    # (up to a token lifetime) and vice versa.
+    in_flight = host_calls(OLD_KEY)  # signed before the rotation, still within their lifetime
+    assert refusals(deployed(OLD_KEY), in_flight) == 0
+    # 1. add the new key: the host still signs with the old one.
+    step1 = deployed(OLD_KEY, NEW_KEY)
+    assert refusals(step1, in_flight + host_calls(OLD_KEY)) == 0
+    # 2. the host switches its signer; tokens the old key signed are still in flight.
+    assert refusals(step1, in_flight + host_calls(OLD_KEY) + host_calls(NEW_KEY)) == 0
+    # 3. a token lifetime later, remove the old key.
+    step3 = deployed(NEW_KEY)
+    assert refusals(step3, host_calls(NEW_KEY)) == 0
+    # The old key is trusted no more: its kid names no configured key.
+    assert refusals(step3, host_calls(OLD_KEY)) == 2
+
+
+def test_the_kid_alone_selects_the_key() -> None:
+    v = deployed(OLD_KEY, NEW_KEY)
+    claims = good_claims()
+    # A token signed by the old key but naming the new key's kid is refused (wrong key).
+    refused(jwt.encode(claims, OLD_KEY, algorithm="EdDSA",
+                       headers={"kid": key_id(NEW_KEY)}), v)
+    # The alg must be the selected key's: ES256 under the Ed25519 key's kid is refused.
+    refused(jwt.encode(claims, NEW_KEY, algorithm="ES256",
+                       headers={"kid": key_id(OLD_KEY)}), v)
+    assert verify_agent_token(jwt.encode(claims, NEW_KEY, algorithm="ES256",
+                                         headers={"kid": key_id(NEW_KEY)}), v)
+
+
+@pytest.mark.parametrize("header", [
+    {"kid": "no-such-key"}, {}, {"kid": 7}, {"kid": ""},
+    {"kid": "@OLD", "jwk": "@JWK"}, {"kid": "@OLD", "jku": "https://attacker.example/jwks"},
+    {"kid": "@OLD", "x5u": "https://attacker.example/cert"}, {"kid": "@OLD", "x5c": ["MIIB"]},
+], ids=["unknown-kid", "no-kid", "kid-not-a-string", "empty-kid", "jwk", "jku", "x5u", "x5c"])
+def test_a_token_naming_no_configured_key_or_carrying_its_own_is_refused(
+    header: dict[str, Any]
+) -> None:
+    resolved = {name: ({"kid": key_id(OLD_KEY)} | public_jwk(OLD_KEY) if value == "@JWK"
+                       else key_id(OLD_KEY) if value == "@OLD" else value)
+                for name, value in header.items()}
+    tok = ed25519_token({"alg": "EdDSA", "typ": "JWT", **resolved}, good_claims(), OLD_KEY)
+    refused(tok, deployed(OLD_KEY, NEW_KEY))
+    with pytest.raises(UntrustedContext):
+        verify_maintainer_token(tok, deployed(OLD_KEY, NEW_KEY))
+
+
+def test_a_single_pem_deployment_is_a_set_of_one_whatever_the_kid() -> None:
+    # Backward compatibility: a deployment still configured with one PEM key accepts its
+    # host's tokens with or without a kid (there is nothing to select), as before.
+    claims = good_claims()
+    for headers in ({}, {"kid": "anything"}):
+        assert verify_agent_token(jwt.encode(claims, KEY, algorithm="EdDSA", headers=headers),
+                                  verifier())
+    refused(jwt.encode(claims, KEY, algorithm="EdDSA", headers={"jku": "https://x.example"}))
+
+
+@pytest.mark.parametrize("entries", [
+    [], [{"kty": "OKP", "crv": "Ed25519", "x": "@X"}],
+    [{"kid": "a", "kty": "OKP", "crv": "Ed25519", "x": "@X", "d": "@X"}],
+    [{"kid": "a", "kty": "OKP", "crv": "Ed25519", "x": "@X", "alg": "ES256"}],
+    [{"kid": "a", "kty": "oct", "k": "c2VjcmV0"}],
+    [{"kid": "a", "kty": "OKP", "crv": "Ed25519", "x": "@X"},
+     {"kid": "a", "kty": "OKP", "crv": "Ed25519", "x": "@X"}],
+    [{"kid": f"k{n}", "kty": "OKP", "crv": "Ed25519", "x": "@X"} for n in range(9)],
+], ids=["empty", "no-kid", "private", "alg-mismatch", "symmetric", "duplicate-kid", "too-many"])
+def test_a_key_set_that_is_not_public_named_ed25519_or_p256_keys_is_refused(
+    entries: list[dict[str, Any]]
+) -> None:
+    x = public_jwk(OLD_KEY)["x"]
+    keys = [{name: x if value == "@X" else value for name, value in entry.items()}
+            for entry in entries]
+    with pytest.raises(ValueError, match="host key"):
+        keys_from_jwks({"keys": keys})
+
+
+def test_a_p384_key_in_the_set_is_refused() -> None:
+    p384 = ec.generate_private_key(ec.SECP384R1())
+    with pytest.raises(ValueError, match="host key"):
+        keys_from_jwks({"keys": [public_jwk(p384, "p384") | {"alg": "ES384"}]})
+    with pytest.raises(ValueError, match="host key"):
+        keys_from_jwks({"keys": [{k: v for k, v in public_jwk(p384, "p384").items()
+                                  if k != "alg"}]})

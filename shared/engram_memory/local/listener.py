@@ -10,6 +10,9 @@
   ambiguous, the stuff of request smuggling). h11 would take the chunked framing.
 - A response sent before the request body was read (a refusal: 401, 413, …) closes the
   connection, so a refused body is never received to its end.
+- A client that disconnects before its body is complete abandons the request: nobody is
+  left to answer, so it ends there, quietly. Before, the SDK went on, met the disconnect
+  in its body read and logged a 10-line traceback (with file paths) at ERROR.
 
 h11 already refuses malformed request lines and headers, conflicting ``Content-Length``
 values, a transfer coding other than ``chunked``, and a head larger than 16 KiB.
@@ -137,9 +140,48 @@ class CloseWhenBodyUnread:
         await self.app(scope, tracked_receive, closing_send)
 
 
+class _Abandoned(Exception):
+    """The client left before sending its whole body."""
+
+
+class DropAbandonedRequests:
+    """ASGI middleware: a disconnect before the request body is complete ends the request.
+
+    The app's ``receive`` raises instead of handing over ``http.disconnect`` mid-body, and
+    the exception is caught here: no handler goes on with half a body, no traceback is
+    logged. A disconnect after a complete body (a client leaving while its answer is
+    built) reaches the app as usual.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        """Wrap ``app``."""
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve the request; end it quietly if the client abandons its body."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        body_done = False
+
+        async def guarded_receive() -> Message:
+            nonlocal body_done
+            message = await receive()
+            if message["type"] == "http.request":
+                body_done = not message.get("more_body", False)
+            elif message["type"] == "http.disconnect" and not body_done:
+                raise _Abandoned
+            return message
+
+        try:
+            await self.app(scope, guarded_receive, send)
+        except _Abandoned:
+            return
+
+
 def listener_config(app: ASGIApp, *, log_level: str,
                     header_timeout_s: float = HEADER_TIMEOUT_S) -> uvicorn.Config:
     """How the local service runs uvicorn (h11, head deadline, framing refusal)."""
-    return uvicorn.Config(RefuseAmbiguousFraming(CloseWhenBodyUnread(app)),
+    return uvicorn.Config(DropAbandonedRequests(RefuseAmbiguousFraming(CloseWhenBodyUnread(app))),
                           log_level=log_level, lifespan="on",
                           http=with_header_timeout(header_timeout_s))

@@ -40,7 +40,7 @@ from engram_memory.local.moto_server import LOOPBACK, MotoService, start_moto
 from engram_memory.local.projector_pump import run_projector_pump
 from engram_memory.local.queue_pump import run_queue_pump
 from engram_memory.local.review_page import review_routes, review_url
-from engram_memory.local.tokens import load_or_create_host_key, mint_agent_token, public_pem
+from engram_memory.local.tokens import host_jwks, load_or_create_host_key, mint_agent_token
 from engram_memory.mcp.server import (
     MCP_PATH,
     build_app,
@@ -119,7 +119,7 @@ class RunningService:
         _reset_wiring()
 
 
-def _environment(config: LocalConfig, identity: state.LocalIdentity, pem: str,
+def _environment(config: LocalConfig, identity: state.LocalIdentity, jwks: str,
                  local: LocalSettings) -> dict[str, str]:
     """The deployment variables the local service sets (the stack sets the same names)."""
     prefix = f"engram-{identity.tenant}"
@@ -131,7 +131,8 @@ def _environment(config: LocalConfig, identity: state.LocalIdentity, pem: str,
         env_names.PROJECTION_TABLE_NAME: f"{prefix}-projection",
         env_names.HOST_ISSUER: identity.issuer,
         env_names.AUDIENCE: identity.audience,
-        env_names.HOST_PUBLIC_KEY_PEM: pem,
+        # The host key set (one key, under its kid): tokens select it by kid, as in AWS.
+        env_names.HOST_JWKS: jwks,
         env_names.PAGE_CURSOR_SECRET: identity.page_cursor_secret,
         # The semantic channel: the in-repo ONNX model, vectors in moto's S3 Vectors with
         # the exact in-process query (docs/local.md). ENGRAM_SEMANTIC_EMBEDDER="" turns it off.
@@ -245,7 +246,7 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", config.log_level.upper())
     prepare_moto_dynamodb()  # serializable like DynamoDB: no lost commits under concurrency
     moto = start_moto()
-    os.environ.update(_environment(config, identity, public_pem(key), LocalSettings.from_env()))
+    os.environ.update(_environment(config, identity, host_jwks(key), LocalSettings.from_env()))
     rebuild = _provision(home, restore=config.data_dir is not None)
     _reset_wiring()
     if rebuild:

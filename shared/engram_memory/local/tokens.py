@@ -8,13 +8,14 @@ verifies; see docs/mcp.md.
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import jwt
-from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 
 PrivateKey = ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey
@@ -41,6 +42,32 @@ def public_pem(key: PrivateKey) -> str:
     return key.public_key().public_bytes(
         serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     ).decode("ascii")
+
+
+def public_jwk(key: PrivateKey, kid: str | None = None) -> dict[str, Any]:
+    """The key's public half as a JWK with its ``kid`` (by default ``key_id(key)``) and
+    ``alg`` — one entry of the host key set a deployment trusts (``ENGRAM_HOST_JWKS``)."""
+    public = key.public_key()
+    if isinstance(public, ed25519.Ed25519PublicKey):
+        jwk: dict[str, Any] = jwt.algorithms.OKPAlgorithm.to_jwk(public, as_dict=True)
+    else:
+        jwk = jwt.algorithms.ECAlgorithm.to_jwk(public, as_dict=True)
+    return {**jwk, "kid": kid or key_id(key), "alg": _algorithm(key), "use": "sig"}
+
+
+def host_jwks(*keys: PrivateKey) -> str:
+    """The JWKS text (``{"keys": [...]}``) trusting ``keys``, each under its ``key_id``."""
+    return json.dumps({"keys": [public_jwk(key) for key in keys]}, separators=(",", ":"))
+
+
+def key_id(key: PrivateKey) -> str:
+    """A stable ``kid`` for a key: the first 16 hex digits of the SHA-256 of its public
+    SubjectPublicKeyInfo (DER), so the same key always gets the same id."""
+    der = key.public_key().public_bytes(serialization.Encoding.DER,
+                                        serialization.PublicFormat.SubjectPublicKeyInfo)
+    digest = hashes.Hash(hashes.SHA256())
+    digest.update(der)
+    return "host-" + digest.finalize().hex()[:16]
 
 
 def load_or_create_host_key(path: Path) -> ed25519.Ed25519PrivateKey:
@@ -85,8 +112,11 @@ def mint_agent_token(
     ttl_s: int = DEFAULT_TTL_S,
     deadline_ms: int | None = None,
     extra_claims: dict[str, Any] | None = None,
+    kid: str | None = None,
 ) -> str:
-    """A host-signed agent invocation token (the claims host_token verifies)."""
+    """A host-signed agent invocation token (the claims host_token verifies). The header's
+    ``kid`` names the signing key (default ``key_id(private_key)``, the id ``host_jwks``
+    publishes it under): a deployment with a key set selects the key by it."""
     claims: dict[str, Any] = {
         "iss": issuer,
         "aud": audience,
@@ -108,7 +138,8 @@ def mint_agent_token(
     if confirmation_ref is not None:
         claims["confirmation_ref"] = confirmation_ref
     claims.update(extra_claims or {})
-    return jwt.encode(claims, private_key, algorithm=_algorithm(private_key))
+    return jwt.encode(claims, private_key, algorithm=_algorithm(private_key),
+                      headers={"kid": kid or key_id(private_key)})
 
 
 def mint_maintainer_token(
@@ -121,8 +152,10 @@ def mint_maintainer_token(
     subject: str = "local-operator",
     ttl_s: int = DEFAULT_TTL_S,
     perm: Iterable[str] = ("read", "maintain"),
+    kid: str | None = None,
 ) -> str:
-    """A host-operator token carrying the maintenance permission (host routes only)."""
+    """A host-operator token carrying the maintenance permission (host routes only); its
+    ``kid`` as for ``mint_agent_token``."""
     claims: dict[str, Any] = {
         "iss": issuer,
         "aud": audience,
@@ -132,4 +165,5 @@ def mint_maintainer_token(
         "tenant": tenant,
         "perm": list(perm),
     }
-    return jwt.encode(claims, private_key, algorithm=_algorithm(private_key))
+    return jwt.encode(claims, private_key, algorithm=_algorithm(private_key),
+                      headers={"kid": kid or key_id(private_key)})

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mcp.server import transport_security
 from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import Response
@@ -27,6 +29,40 @@ METHOD_NOT_ALLOWED_BODY = json.dumps({
     "jsonrpc": "2.0", "id": None,
     "error": {"code": -32600, "message": "Method Not Allowed: this endpoint is POST only"},
 }, separators=(",", ":"))
+
+REFUSAL_LOGS = (
+    ("Invalid Host header", "Refused a request: Host header not allowed"),
+    ("Missing Host header", "Refused a request: no Host header"),
+    ("Invalid Origin header", "Refused a request: Origin header not allowed"),
+)
+OTHER_REFUSAL_LOG = "Refused a request: transport security check"
+
+
+class ConstantRefusalLog(logging.Filter):
+    """Rewrites every record of the SDK's transport-security logger to a constant message.
+
+    The constant is chosen by the message's fixed prefix; the request-supplied remainder
+    and any arguments are dropped, and an unknown message gets the generic constant, so
+    no header value a client sends can reach a log line whatever the SDK's wording.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep the record (its level too), with a constant message and no arguments."""
+        text = str(record.msg)
+        record.msg = next((constant for prefix, constant in REFUSAL_LOGS
+                           if text.startswith(prefix)), OTHER_REFUSAL_LOG)
+        record.args = None
+        return True
+
+
+def quiet_refusal_logs() -> None:
+    """Install :class:`ConstantRefusalLog` on the SDK's logger (once per process)."""
+    sdk_logger = logging.getLogger(transport_security.__name__)
+    if not any(isinstance(f, ConstantRefusalLog) for f in sdk_logger.filters):
+        sdk_logger.addFilter(ConstantRefusalLog())
+
+
+quiet_refusal_logs()  # every user of the SDK's check imports this module first
 
 
 class HostOriginGuard:

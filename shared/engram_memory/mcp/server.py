@@ -38,6 +38,7 @@ from engram_memory.host_token import (
 )
 from engram_memory.mcp.dispatch import ClockMs, ToolInvoker, dispatch, protocol_refusal
 from engram_memory.mcp.http_guard import HostOriginGuard, PostOnly
+from engram_memory.mcp.protocol_errors import ConstantProtocolErrors
 from engram_memory.mcp.purpose_binding import RequestAuthorization, bound_purpose
 from engram_memory.mcp.tools import granted_tools, input_schema_by_name, instructions_for
 
@@ -208,10 +209,13 @@ def build_app(
 ) -> Starlette:
     """The ASGI app: ``/mcp``, the well-known metadata and any extra (host) routes.
 
-    The manager's Host/Origin settings guard every route (``mcp/http_guard.py``).
+    The manager's Host/Origin settings guard every route (``mcp/http_guard.py``); a body
+    ``/mcp`` cannot read gets a constant JSON-RPC error on both eras
+    (``mcp/protocol_errors.py``).
     """
     routes: list[BaseRoute] = [
-        Route(MCP_PATH, PostOnly(RequestAuthorization(StreamableHTTPASGIApp(manager)))),
+        Route(MCP_PATH, PostOnly(RequestAuthorization(
+            ConstantProtocolErrors(StreamableHTTPASGIApp(manager))))),
         *well_known_routes(issuer, resource_url),
         *extra_routes,
     ]

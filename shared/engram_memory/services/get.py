@@ -81,8 +81,9 @@ class GetService:
             raise Unauthorized
         system_as_of = self._records.head_cursor(ctx.scope)
         now_ms = self._clock.now_ms()
-        row = self._records.get_record(ctx.scope, args.record_id)
         purpose = visible_purpose(ctx.purpose_ref, self._purpose_scope)
+        # Filtered by the store: another purpose's record costs what an unknown id costs.
+        row = self._records.get_visible_record(ctx.scope, args.record_id, purpose)
         if row is None or not is_eligible(row, system_as_of=system_as_of,
                                           valid_as_of_ms=now_ms, purpose=purpose):
             raise NotFound

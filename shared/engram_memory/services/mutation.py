@@ -14,14 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from engram_memory.domain.errors import (
-    AlreadyTerminal,
-    DigestConflict,
-    FenceLost,
-    GateFailed,
-    IllegalTransition,
-    NotFound,
-)
+from engram_memory.domain.errors import DigestConflict, FenceLost, GateFailed
 from engram_memory.domain.intent import operation_digest, target_of
 from engram_memory.domain.journal import Actor
 from engram_memory.services.commit_retry import (
@@ -31,6 +24,7 @@ from engram_memory.services.commit_retry import (
     TimeLeft,
     no_deadline,
 )
+from engram_memory.services.confirmation import REF_RE, explain, verdict_on
 from engram_memory.services.ports import (
     CommitConflict,
     ConfirmationGate,
@@ -43,6 +37,7 @@ from engram_memory.services.ports import (
 if TYPE_CHECKING:
     from engram_memory.domain.context import InvocationContext, Scope, Tool
     from engram_memory.domain.journal import JournalHead
+    from engram_memory.services.confirmation import Confirmation
 
 V = TypeVar("V")
 Sleep = Callable[[float], None]
@@ -141,20 +136,23 @@ def gate_refusal_explained(gate: ConfirmationGate, ctx: InvocationContext, tool:
         raise
 
 
-@contextmanager
-def state_behind_gate(gate: ConfirmationGate, ctx: InvocationContext, tool: Tool,
-                      arguments: Mapping[str, Any], now_ms: int) -> Iterator[None]:
-    """Around the state read of a gated call: the gate answers before the state does.
+def readable_ref(ctx: InvocationContext) -> str | None:
+    """The confirmation reference to read with the target: None when the token names none
+    or one no approval can have (malformed; such a call is gate_failed after the replay)."""
+    ref = ctx.confirmation_ref
+    return ref if ref is not None and REF_RE.fullmatch(ref) is not None else None
 
-    A refusal that depends on the target's state (NOT_FOUND, ALREADY_TERMINAL,
-    ILLEGAL_TRANSITION) reaches only a call a human approved for that target; any other
-    call gets gate_failed, so an unapproved agent cannot tell a hidden record from an
-    unknown id. A target that can move goes on to the commit, whose consuming element is
-    the gate; so the approval is read only on this refusal path.
+
+def approved_before_state(found: Confirmation | None, ctx: InvocationContext, tool: Tool,
+                          arguments: Mapping[str, Any], now_ms: int) -> None:
+    """The gate answers before the target's state: return only for a usable approval of
+    exactly this call (``found``: its confirmation item, read beside the target).
+
+    Anything else is GateFailed (DigestConflict for an approval of this call with other
+    arguments) before the target is looked at, so an unapproved agent learns nothing
+    about it, by the answer or by the time it takes: no state refusal (NOT_FOUND,
+    ALREADY_TERMINAL, ILLEGAL_TRANSITION), no commit attempt. The commit's consuming
+    element stays the authority for an approved call that goes on to commit.
     """
-    try:
-        yield
-    except (NotFound, AlreadyTerminal, IllegalTransition):
-        gate.require_approval(ctx, tool, target_of(tool, arguments),
-                              operation_digest(tool, arguments), now_ms)
-        raise
+    explain(verdict_on(found, ctx.principal, tool.value, target_of(tool, arguments),
+                       operation_digest(tool, arguments), now_ms), refused_by_commit=False)

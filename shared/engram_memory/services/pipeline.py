@@ -1,17 +1,22 @@
 """The one mutation pipeline every write use case fills in.
 
 An attempt runs: ONE read (the use case's items + the idempotency entry + the journal
-head) → replay of a stored result → ``check`` (refusals that come before the gate; for
-tools whose state refusals must not leak, behind the gate) → the gate's consumption →
+head) → replay of a stored result → ``check`` (refusals that come before the gate's
+consumption) → the consumption →
 ``decide`` (the rest of the work, e.g. sealing or decrypting) → ``commit_fenced`` of what
 ``decide`` builds on a head. A lost race re-runs the attempt (``with_rereads``), whose read
 then reports the contract outcome. Adding a mutation = one module with a :class:`Mutation`.
+
+A tool whose target's state must not leak (``state_behind_gate``: withdraw, forget) reads
+its approval instead of its target first (with the idempotency entry and the head), and
+reads the target only once the approval holds: an unapproved call answers gate_failed
+after the same single read whatever the target (issue 26 item 2).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, NotRequired, Protocol, TypedDict, TypeVar, Unpack
 
@@ -21,10 +26,11 @@ from engram_memory.services.commit_retry import TimeLeft, no_deadline
 from engram_memory.services.mutation import (
     Sleep,
     actor_of,
+    approved_before_state,
     commit_fenced,
     gate_refusal_explained,
+    readable_ref,
     replayed,
-    state_behind_gate,
     with_rereads,
 )
 from engram_memory.services.ports import (
@@ -111,8 +117,9 @@ class Mutation(Protocol, Generic[C]):
     """One attempt of a use case: what it reads, checks, decides and commits.
 
     ``value_model`` re-validates a stored result on replay, with ``replay_fields`` set;
-    ``state_behind_gate``: a refusal from ``check`` (NOT_FOUND, ALREADY_TERMINAL,
-    ILLEGAL_TRANSITION) waits for an approval of this exact call (withdraw, forget).
+    ``state_behind_gate``: the approval of this exact call is read and checked before the
+    target is read at all (withdraw, forget): an unapproved call does the same work, and
+    gets the same gate_failed, whatever the target.
     """
 
     @property
@@ -127,7 +134,7 @@ class Mutation(Protocol, Generic[C]):
 
     @property
     def state_behind_gate(self) -> bool:
-        """True when ``check``'s refusals must wait for the gate."""
+        """True when nothing about the target may be judged before the approval."""
         ...
 
     def reads(self) -> ReadRequest:
@@ -162,14 +169,24 @@ class MutationPipeline:
 
     def _attempt(self, call: MutationCall, use: Mutation[C]) -> dict[str, Any]:
         idem = call.idem
-        found = self.store.read_together(call.scope, replace(
-            use.reads(), idempotency=(idem.principal, idem.key), head=True))
+        gate_first = self._approval_before_state(call, use)
+        shared = ReadRequest(idempotency=(idem.principal, idem.key), head=True)
+        found = self.store.read_together(call.scope, (
+            replace(use.reads(), idempotency=shared.idempotency, head=True)
+            if gate_first is None
+            else replace(shared, confirmation_ref=readable_ref(gate_first.ctx))))
         stored = replayed(found.idempotency, idem.tool, idem.intent)
         if stored is not None:
             return dump_value(use.value_model.model_validate({**stored, **use.replay_fields}))
         now_ms = self.clock.now_ms()
-        with self._state_refusals(call, use, now_ms):
-            checked = use.check(found, now_ms)
+        if gate_first is not None:
+            # The approval before ANY read of the target: an unapproved call has done the
+            # same work as for any other target when it answers gate_failed.
+            approved_before_state(found.confirmation, gate_first.ctx, gate_first.tool,
+                                  gate_first.arguments, now_ms)
+            found = replace(self.store.read_together(call.scope, use.reads()),
+                            idempotency=found.idempotency, head=found.head)
+        checked = use.check(found, now_ms)
         consumption = self._consumption(call, now_ms)
         build = use.decide(checked, found, now_ms)
 
@@ -191,16 +208,12 @@ class MutationPipeline:
             return None
         return agent.consumption(now_ms)
 
-    @contextmanager
-    def _state_refusals(self, call: MutationCall, use: Mutation[C],
-                        now_ms: int) -> Iterator[None]:
+    @staticmethod
+    def _approval_before_state(call: MutationCall, use: Mutation[C]) -> AgentCall | None:
+        """The agent call whose approval is judged before its target (None: not such a
+        tool)."""
         agent = call.agent
-        if agent is None or not use.state_behind_gate:
-            with nullcontext():
-                yield
-            return
-        with state_behind_gate(self.gate, agent.ctx, agent.tool, agent.arguments, now_ms):
-            yield
+        return agent if agent is not None and use.state_behind_gate else None
 
     @contextmanager
     def _commit_refusals(self, call: MutationCall, now_ms: int) -> Iterator[None]:

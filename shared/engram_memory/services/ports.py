@@ -14,7 +14,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engram_memory.domain.errors import FenceLost, GateFailed
-from engram_memory.services.confirmation import REF_RE
+from engram_memory.services.confirmation import REF_RE, Confirmation
 
 if TYPE_CHECKING:
     from engram_memory.domain.context import InvocationContext, Scope, Tool
@@ -155,7 +155,8 @@ class ConfirmationGate(Protocol):
     """Reads of the confirmation gate: why a gated call was refused.
 
     The approval itself is consumed by the commit (:class:`GateConsumption`), so a gated
-    call that goes through reads nothing here.
+    call that goes through reads nothing here. (withdraw and forget read their approval
+    beside their target, ``ReadRequest.confirmation_ref``, to refuse before the state.)
     """
 
     def explain_refusal(
@@ -168,22 +169,6 @@ class ConfirmationGate(Protocol):
     ) -> None:
         """After the element cancelled a commit: DigestConflict when it was an approval of
         this very call with other arguments (CONTRACT §3.5); otherwise return (gate_failed).
-        """
-        ...
-
-    def require_approval(
-        self,
-        ctx: InvocationContext,
-        tool: Tool,
-        target: str,
-        operation_digest: str,
-        now_ms: int,
-    ) -> None:
-        """Read only: return when a usable approval of exactly this call exists; otherwise
-        GateFailed (DigestConflict when the approval of this call names other arguments).
-
-        Asked before a refusal that would reveal the target's state (NOT_FOUND,
-        ALREADY_TERMINAL, ILLEGAL_TRANSITION): only a call a human approved may learn it.
         """
         ...
 
@@ -261,6 +246,7 @@ class ReadRequest:
     record_id: str | None = None
     tombstone_of: str | None = None  # a payload digest
     head: bool = False
+    confirmation_ref: str | None = None  # a well-formed ref (REF_RE): the gate's approval item
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +260,7 @@ class ReadResult:
     record: RecordEntry | None = None
     tombstone: bool = False
     head: JournalHead | None = None
+    confirmation: Confirmation | None = None
 
 
 @dataclass(frozen=True, slots=True)

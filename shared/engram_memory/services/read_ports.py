@@ -58,6 +58,13 @@ class RecordReader(Protocol):
         """One record item of the scope, or None."""
         ...
 
+    def get_visible_record(self, scope: Scope, record_id: str,
+                           purpose: str | None) -> RecordRow | None:
+        """One accepted_current record of the scope captured under ``purpose`` (None: any),
+        or None. Records of another purpose or state are left out by the store itself, so
+        they cost what an unknown id costs (no content read, parsed or returned)."""
+        ...
+
     def get_records(self, scope: Scope, record_ids: Sequence[str]) -> dict[str, RecordRow]:
         """Many record items of the scope by id (missing ids are absent from the result)."""
         ...

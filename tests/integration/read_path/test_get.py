@@ -93,7 +93,7 @@ def test_refusals_make_the_same_reads_whatever_the_reason(read_path: ReadPath) -
     bootstrap.dynamodb_client().meta.events.register("before-call.dynamodb", record)
     reads["foreign"] = reads_of(current, tenant_id="tenant-b")
     assert reads["unknown"] == reads["forgotten"] == reads["foreign"] == reads["current"]
-    assert reads["unknown"] == ["GetItem", "BatchGetItem"]
+    assert reads["unknown"] == ["GetItem", "Query"]
 
 
 def test_the_host_allowlist_redacts_fields_with_a_recomputable_receipt(

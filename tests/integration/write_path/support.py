@@ -10,7 +10,6 @@ from typing import Any
 from engram_memory import bootstrap
 from engram_memory.contract.validation import canonical_arguments, validate_arguments
 from engram_memory.domain.context import InvocationContext, Scope, Tool
-from engram_memory.domain.errors import GateFailed
 from engram_memory.domain.intent import operation_digest
 from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
@@ -118,25 +117,14 @@ class ApprovalGate:
             "elicitation_ref": {"S": ref}, "state": {"S": "approved"},
             "tool": {"S": tool.value}, "target": {"S": target},
             "operation_digest": {"S": digest}, "principal": {"S": principal},
+            "created_at_ms": {"N": "0"}, "expires_at_ms": {"N": str(2**53)},
+            "window_seconds": {"N": "30"},
             "approved_at_ms": {"N": "0"}, "window_ends_at_ms": {"N": str(2**53)},
         })
 
     def explain_refusal(self, ctx: InvocationContext, tool: Tool, target: str,
                         operation_digest: str, now_ms: int) -> None:
         """A refusal of this gate is always gate_failed."""
-
-    def require_approval(self, ctx: InvocationContext, tool: Tool, target: str,
-                         operation_digest: str, now_ms: int) -> None:
-        """GateFailed unless the approval item names exactly this call, still unused."""
-        if ctx.confirmation_ref is None:
-            raise GateFailed
-        item = self.client.get_item(TableName=self.table_name, ConsistentRead=True, Key={
-            "pk": {"S": f"CONF#{ctx.scope.key}"},
-            "sk": {"S": f"REF#{ctx.confirmation_ref}"}}).get("Item") or {}
-        wanted = {"state": "approved", "tool": tool.value, "target": target,
-                  "operation_digest": operation_digest, "principal": ctx.principal}
-        if any(item.get(name, {}).get("S") != text for name, text in wanted.items()):
-            raise GateFailed
 
 
 def install_approval_gate(table_name: str) -> ApprovalGate:

@@ -1,9 +1,12 @@
-"""withdraw and forget wait on their floor of 2 sequential AWS round trips (issue 16).
+"""withdraw and forget: the approval, then the target, then the commit (issues 16 and 26).
 
-Round trip 1 reads the idempotency item, the target and the journal head together (one
-BatchGetItem: none depends on another); round trip 2 is the commit. Counted with the
-botocore call hook of bench/aws_calls.py on the clients the composition root built; these
-two tools run nothing concurrently, so their calls ARE their sequential round trips.
+Round trip 1 reads the idempotency item, the journal head and the approval together (one
+BatchGetItem); an unapproved call ends there with gate_failed, whatever the target (issue
+26 item 2: no read of the target, no commit attempt, so nothing about it in the timing).
+An approved call reads its target (round trip 2) and commits (round trip 3); a replay is
+answered by round trip 1 alone. Counted with the botocore call hook of bench/aws_calls.py
+on the clients the composition root built; these two tools run nothing concurrently, so
+their calls ARE their sequential round trips.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from tests.integration.write_path.support import (
     withdraw_args,
 )
 
-FLOOR = Counter({"dynamodb.BatchGetItem": 1, "dynamodb.TransactWriteItems": 1})
+FLOOR = Counter({"dynamodb.BatchGetItem": 2, "dynamodb.TransactWriteItems": 1})
 
 
 def _calls(run: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], Counter[str]]:
@@ -69,6 +72,14 @@ def test_forget_reads_once_then_commits(aws: AwsEnv) -> None:
 
 def test_an_unapproved_withdraw_of_an_unknown_id_still_answers_gate_failed(
         aws: AwsEnv) -> None:
-    # Reading the target beside the replay must not let its absence leak past the gate.
     install_approval_gate(aws.settings.table_name)
     assert code(call(Tool.WITHDRAW, withdraw_args(CANDIDATE_ID))) == "gate_failed"
+
+
+def test_an_unapproved_forget_reads_once_and_never_its_target(aws: AwsEnv) -> None:
+    install_approval_gate(aws.settings.table_name)
+    record_id = value(admit(capture()["candidate_id"]))["outcome"]["record_id"]
+    envelope, calls = _calls(lambda: call(Tool.FORGET, forget_args(record_id),
+                                          confirmation_ref="ref-nobody-approved"))
+    assert code(envelope) == "gate_failed"
+    assert calls == Counter({"dynamodb.BatchGetItem": 1})

@@ -14,7 +14,7 @@ def test_every_variable_the_local_service_sets_is_one_settings_reads() -> None:
     identity = state.LocalIdentity(issuer=state.LOCAL_ISSUER, audience=state.LOCAL_AUDIENCE,
                                    tenant="local", page_cursor_secret="s" * 32)
     local = LocalSettings(home=Path("/tmp/engram-unused"), semantic_embedder="onnx")
-    env = service._environment(service.LocalConfig(workspaces=("ws",)), identity, "pem", local)
+    env = service._environment(service.LocalConfig(workspaces=("ws",)), identity, "{}", local)
     engram_names = {name for name in aws_environment("http://127.0.0.1:1", 1)
                     if name.startswith("ENGRAM_")}
     assert set(env) | engram_names <= env_names.KNOWN

@@ -17,6 +17,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from engram_memory.adapters.dynamodb import items as it
+from engram_memory.adapters.dynamodb.confirmations import confirmation_from_item, confirmation_key
 from engram_memory.adapters.dynamodb.errors import translate_read
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import RateLimited
@@ -91,12 +92,15 @@ def _keys_of(main: str, keys_table: str, scope: Scope,
         wanted["tombstone"] = (main, pk, it.tombstone_sk(request.tombstone_of))
     if request.head:
         wanted["head"] = (main, it.journal_pk(scope), it.HEAD_SK)
+    if request.confirmation_ref is not None:
+        approval = confirmation_key(scope, request.confirmation_ref)
+        wanted["confirmation"] = (main, approval["pk"], approval["sk"])
     return wanted
 
 
 def _result(request: ReadRequest, got: Mapping[str, dict[str, Any] | None]) -> ReadResult:
     idem, candidate, wrapped = got.get("idempotency"), got.get("candidate"), got.get("wrapped_key")
-    record, head = got.get("record"), got.get("head")
+    record, head, confirmation = got.get("record"), got.get("head"), got.get("confirmation")
     chunks: list[bytes] = []
     for index in range(request.chunks[1] if request.chunks else 0):
         chunk = got.get(f"chunk{index}")
@@ -112,4 +116,5 @@ def _result(request: ReadRequest, got: Mapping[str, dict[str, Any] | None]) -> R
         tombstone=got.get("tombstone") is not None,
         head=(None if not request.head else JournalHead() if head is None else JournalHead(
             cursor=it.number(head, "cursor"), event_digest=it.text(head, "event_digest"))),
+        confirmation=None if confirmation is None else confirmation_from_item(confirmation),
     )

@@ -193,17 +193,6 @@ class DynamoConfirmationGate:
         explain(self._verdict(ctx, tool, target, operation_digest, now_ms),
                 refused_by_commit=True)
 
-    def require_approval(self, ctx: InvocationContext, tool: Tool, target: str,
-                         operation_digest: str, now_ms: int) -> None:
-        """Return only for a usable approval of exactly this call (a consistent read).
-
-        Asked before a refusal that would reveal the target's state; the commit's
-        consuming element stays the authority for calls that go on to commit. A failed
-        read is STORE_UNAVAILABLE or RATE_LIMITED.
-        """
-        explain(self._verdict(ctx, tool, target, operation_digest, now_ms),
-                refused_by_commit=False)
-
     def _verdict(self, ctx: InvocationContext, tool: Tool, target: str,
                  operation_digest: str, now_ms: int) -> Verdict:
         ref = ctx.confirmation_ref

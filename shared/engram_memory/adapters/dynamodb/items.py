@@ -308,6 +308,10 @@ def put_record(change: PutRecord, scope: Scope, main: str, at_ms: int) -> Iterat
         "recorded_at_ms": n(at_ms), "trust_binding": json_s(change.trust_binding),
         "trust_class": s(str(change.trust_binding["trust_class"])),
     }
+    purpose = record.view.get("purpose_ref")
+    if isinstance(purpose, str):
+        # Beside record_json so get can filter by purpose inside DynamoDB (no timing oracle).
+        item["purpose_ref"] = s(purpose)
     if change.valid_t_end is not None:
         item["valid_t_end"] = n(change.valid_t_end)
     if change.expires_at_ms is not None:

@@ -17,7 +17,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 from engram_memory.adapters.dynamodb import items as it
 from engram_memory.adapters.dynamodb.projection_store import call_translated, translate_error
 from engram_memory.domain.errors import BlobMissing, StoreUnavailable
-from engram_memory.services.read_ports import INVALIDATION_COMPLETE, JournalChange, RecordRow
+from engram_memory.services.read_ports import (
+    ACCEPTED_CURRENT,
+    INVALIDATION_COMPLETE,
+    JournalChange,
+    RecordRow,
+)
 
 if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
@@ -79,6 +84,27 @@ class DynamoRecordReader:
     def get_record(self, scope: Scope, record_id: str) -> RecordRow | None:
         """One record item, or None."""
         return self.get_records(scope, [record_id]).get(record_id)
+
+    def get_visible_record(self, scope: Scope, record_id: str,
+                           purpose: str | None) -> RecordRow | None:
+        """One consistent Query of the record's key, filtered to ``accepted_current`` and
+        ``purpose`` inside DynamoDB: another purpose's record is answered like an unknown id
+        (an empty page: nothing returned, parsed or read from parts). Items written before
+        the ``purpose_ref`` attribute pass the filter and are judged by the caller."""
+        values: dict[str, Any] = {
+            ":pk": {"S": f"SCOPE#{scope.key}"}, ":sk": {"S": f"REC#{record_id}"},
+            ":current": {"S": ACCEPTED_CURRENT}}
+        condition = "#state = :current"
+        if purpose is not None:
+            condition += " AND (purpose_ref = :purpose OR attribute_not_exists(purpose_ref))"
+            values[":purpose"] = {"S": purpose}
+        page = self._call("query", TableName=self._table, ConsistentRead=True,
+                          KeyConditionExpression="pk = :pk AND sk = :sk",
+                          FilterExpression=condition,
+                          ExpressionAttributeNames={"#state": "state"},
+                          ExpressionAttributeValues=values)
+        items = page.get("Items", [])
+        return self._row(scope, items[0]) if items else None
 
     def get_records(self, scope: Scope, record_ids: Sequence[str]) -> dict[str, RecordRow]:
         """Record items by id via BatchGetItem (consistent), unprocessed keys retried."""

@@ -23,12 +23,6 @@ class MemoryConfirmationGate:
         explain(self._verdict(ctx, tool, target, operation_digest, now_ms),
                 refused_by_commit=True)
 
-    def require_approval(self, ctx: InvocationContext, tool: Tool, target: str,
-                         operation_digest: str, now_ms: int) -> None:
-        """Return only for a usable approval of exactly this call; else GateFailed."""
-        explain(self._verdict(ctx, tool, target, operation_digest, now_ms),
-                refused_by_commit=False)
-
     def _verdict(self, ctx: InvocationContext, tool: Tool, target: str,
                  operation_digest: str, now_ms: int) -> Verdict:
         if ctx.confirmation_ref is None:

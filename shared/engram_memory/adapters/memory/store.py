@@ -91,6 +91,8 @@ class InMemoryStore:
             tombstone=(request.tombstone_of is not None
                        and self.has_tombstone(scope, request.tombstone_of)),
             head=self.journal_head(scope) if request.head else None,
+            confirmation=(None if request.confirmation_ref is None
+                          else self._t.confirmations.get((scope, request.confirmation_ref))),
         )
 
     def journal_events(self, scope: Scope) -> list[JournalEvent]:
