@@ -38,8 +38,9 @@ def _onnx(folder: Path) -> Any:
     return OnnxEmbedder(folder)
 
 
-def _embedder(settings: Settings, client: Any) -> Any:
-    if settings.semantic_embedder == "onnx":
+def embedder(settings: Settings, client: Any = None) -> Any:
+    """The configured embedder (``client`` makes boto3 clients; only Bedrock needs one)."""
+    if settings.semantic_embedder in ("onnx", ""):
         return _onnx(model_dir(settings))
     from engram_memory.adapters.embedding.bedrock_titan import TitanV2Embedder
     return TitanV2Embedder(client("bedrock-runtime"), settings.titan_dimension)
@@ -60,7 +61,7 @@ def semantic_channel(settings: Settings, client: Any) -> SemanticChannel | None:
         return None
     if not settings.vector_bucket or not settings.vector_index:
         return None
-    return SemanticChannel(_embedder(settings, client), _index(settings, client))
+    return SemanticChannel(embedder(settings, client), _index(settings, client))
 
 
 def channel_settings(settings: Settings, channel: SemanticChannel | None) -> ChannelSettings:
