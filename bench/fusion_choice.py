@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from engram_memory.domain.fusion import FusionConfig, fuse
+from engram_memory.semantic_wiring import fusion_config
 from harness import ROOT, table
 from retrieval_eval import (
     DEPTH,
@@ -34,10 +35,17 @@ from retrieval_eval import (
 
 DATA = ROOT.parent / "shared" / "data"
 CONVEX_LEXICAL = (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)  # α: α·lexical + (1−α)·semantic
+
+
+def convex(alpha: float) -> FusionConfig:
+    """The convex combination with lexical weight α, as the settings configure it."""
+    return fusion_config("convex", alpha)
+
+
 CANDIDATES = [
     *(FusionConfig(rule="rrf", rrf_k=k, lexical_weight=w)
       for k in (10, 60) for w in (1.0, 2.0, 3.0, 5.0)),
-    *(FusionConfig(rule="convex", lexical_weight=round(a / (1 - a), 4)) for a in CONVEX_LEXICAL),
+    *(convex(a) for a in CONVEX_LEXICAL),
 ]
 
 
@@ -64,6 +72,7 @@ class SetRuns:
         self.channels: Channels = channels_in_process(beir, scope_field, queries)
         ids = [str(q["_id"]) for q in queries]
         self.halves = {h: [q for q in ids if half(q) == h] for h in ("dev", "held-out")}
+        self.halves["all"] = ids
 
     def ranked(self, config: FusionConfig | None, mode: str = "fused") -> dict[str, list[str]]:
         doc_of, out = self.channels.doc_of, {}
@@ -112,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(table(["set", "half", "mode", "nDCG@10", "R@10", "R@100"],
                 [[s.name, h, mode, *(f"{rows[mode][i][h][m]:.4f}"
                                      for m in ("ndcg@10", "recall@10", "recall@100"))]
-                 for i, s in enumerate(sets) for h in ("dev", "held-out")
+                 for i, s in enumerate(sets) for h in ("dev", "held-out", "all")
                  for mode in ("lexical", "semantic", chosen)]))
 
 

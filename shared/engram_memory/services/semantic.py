@@ -1,12 +1,12 @@
 """The semantic channel: embed records into the vector index, rank a query by meaning.
 
 Text of a record = its primary component, then the decision, evidence and context texts
-(citations are locators, not meaning), joined by newlines, each text once: a text equal
-to one already taken, or one that a later text begins with (a title that opens its own
-abstract), is left out, so no words are counted twice (docs/search.md, "Which text is
-embedded"). The model truncates the text at its token limit, so the primary text (or the
-text that opens with it) always counts. The channel's config digest covers the model
-(id, dimension, file hash), the index, the text rule and the neighbours read.
+(citations are locators, not meaning), joined by newlines, each distinct text once: a
+text equal to one already taken is left out, so a record that repeats its primary text
+in another component is not embedded twice (docs/search.md, "Which text is embedded").
+The model truncates the text at its token limit, so the primary text always counts. The
+channel's config digest covers the model (id, dimension, file hash), the index, the text
+rule and the neighbours read.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
     from engram_memory.services.semantic_ports import Embedder, Vector, VectorIndex
 
-TEXT_RULE = "primary+decision+evidence+context/v2-once"
+TEXT_RULE = "primary+decision+evidence+context/v2-distinct"
 _TEXT_FIELDS = ("primary", "decision", "evidence", "context")
 
 
@@ -40,12 +40,7 @@ def record_text(record_id: str, record: Mapping[str, Any]) -> str:
     """What the embedder reads of a record."""
     fields = record_document(record_id, record).fields
     texts = [fields[name].strip() for name in _TEXT_FIELDS if fields.get(name, "").strip()]
-    kept: list[str] = []
-    for i, text in enumerate(texts):
-        if text in kept or any(later.startswith(text) for later in texts[i + 1:]):
-            continue  # its words are already (or about to be) in the text, at the same place
-        kept.append(text)
-    return "\n".join(kept)
+    return "\n".join(dict.fromkeys(texts))  # each distinct text once, first place kept
 
 
 class SemanticChannel:

@@ -1,4 +1,4 @@
-"""What the semantic channel embeds of a record: every text once, the primary first."""
+"""What the semantic channel embeds of a record: each distinct text once, primary first."""
 
 from __future__ import annotations
 
@@ -11,10 +11,12 @@ def record(*texts: tuple[str, str]) -> dict[str, object]:
     return {"primary_component_id": "c1", "components": components}
 
 
-def test_a_title_that_opens_its_abstract_is_embedded_once() -> None:
+def test_a_title_that_opens_its_abstract_stays_first() -> None:
+    # Measured on Cranfield: dropping such a title lowered semantic-alone nDCG@10.
     title = "flow past a wing in a slipstream ."
     abstract = title + " an experimental study of the lift."
-    assert record_text("r", record(("decision", title), ("context", abstract))) == abstract
+    embedded = record_text("r", record(("decision", title), ("context", abstract)))
+    assert embedded == f"{title}\n{abstract}"
 
 
 def test_a_text_repeated_in_another_component_is_embedded_once() -> None:
