@@ -129,6 +129,34 @@ class ProjectionService:
         if row is not None and row.projection_invalidation != INVALIDATION_COMPLETE:
             self._records.mark_projection_complete(key.scope, key.record_id)
 
+    def index_current(self, keys: Iterable[RecordKey]) -> set[RecordKey]:
+        """Bring every ``accepted_current`` record of ``keys`` into the index, embedding the
+        ones not yet indexed in one embedder call; the keys returned need nothing more.
+
+        The projector's batch path (a stream batch, a catch-up page): the same writes as
+        :meth:`reconcile` for those records, in the same order per record (vector, then
+        postings, then the doc flip). Records in any other state are left to
+        :meth:`reconcile`, which removes them.
+        """
+        done: set[RecordKey] = set()
+        pending: list[tuple[RecordKey, RecordRow, Mapping[str, Any]]] = []
+        for key in dict.fromkeys(keys):
+            row = self._records.get_record(key.scope, key.record_id)
+            if row is None or row.state != ACCEPTED_CURRENT or row.record is None:
+                continue
+            document = self._projection.document(key.scope, key.record_id)
+            if document is not None and document.indexed:
+                done.add(key)
+            else:
+                pending.append((key, row, row.record))
+        if self._semantic is not None and pending:
+            self._semantic.index_records([(key.scope, key.record_id, record)
+                                          for key, _, record in pending])
+        for key, row, record in pending:
+            self._commit_postings(key, row, record)
+            done.add(key)
+        return done
+
     def catch_up(self, scope: Scope, through: int) -> None:
         """Apply every journal event up to ``through`` not yet applied; raise the watermark.
 
@@ -140,8 +168,12 @@ class ProjectionService:
             last = min(through, mark + CATCH_UP_PAGE)
             changes = self._records.journal_changes(scope, mark, last)
             # Reconciliation reads the current state, so once per record per page suffices.
-            for record_id in dict.fromkeys(c.record_id for c in changes if c.record_id):
-                self.reconcile(RecordKey(scope, record_id))
+            keys = [RecordKey(scope, record_id) for record_id in
+                    dict.fromkeys(c.record_id for c in changes if c.record_id)]
+            indexed = self.index_current(keys)
+            for key in keys:
+                if key not in indexed:
+                    self.reconcile(key)
             self._projection.advance_watermark(scope, last)
             mark = last
 
@@ -154,9 +186,13 @@ class ProjectionService:
         document = self._projection.document(key.scope, key.record_id)
         if document is not None and document.indexed:
             return
-        analyzed = analyze(record_document(key.record_id, record))
         if self._semantic is not None:
             self._semantic.index_record(key.scope, key.record_id, record)
+        self._commit_postings(key, row, record)
+
+    def _commit_postings(self, key: RecordKey, row: RecordRow,
+                         record: Mapping[str, Any]) -> None:
+        analyzed = analyze(record_document(key.record_id, record))
         chunks = self._projection.put_postings(key.scope, analyzed)
         self._projection.commit_indexed(key.scope, analyzed, row.record_digest, chunks)
 

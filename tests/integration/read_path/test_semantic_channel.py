@@ -165,3 +165,25 @@ def test_the_vector_read_runs_beside_the_lexical_reads(
     assert any(name == "Query" for name, _, _ in calls)
     # The vector read overlaps the lexical reads: it adds no round trip to the chain.
     assert sequential_round_trips(calls + spans) == sequential_round_trips(calls)
+
+
+def test_the_projector_embeds_a_stream_batch_in_one_model_call(
+    semantic: ReadPath, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A spy on the real embedder: every call's texts are counted, then embedded as usual.
+    from engram_memory.adapters.embedding.onnx_embedder import OnnxEmbedder
+
+    calls: list[int] = []
+    real_embed = OnnxEmbedder.embed
+
+    def counted(self: OnnxEmbedder, texts: Any) -> Any:
+        calls.append(len(texts))
+        return real_embed(self, texts)
+
+    monkeypatch.setattr(OnnxEmbedder, "embed", counted)
+    texts = [BILLING, NEWSLETTER, "Release notes are drafted by the on-call engineer."]
+    admitted = [semantic.admit(text, decision_text=text) for text in texts]
+    semantic.project()
+    assert max(calls) == len(texts)  # one call for the batch, not one per record
+    assert sum(calls) == len(texts)  # and no record embedded twice
+    assert ids(semantic.search(PARAPHRASE, capability_policy=BOTH))[0] == admitted[0]

@@ -37,8 +37,10 @@ def test_embedding_is_deterministic() -> None:
 
 
 def test_a_vector_does_not_depend_on_what_else_is_embedded_with_it() -> None:
-    # The int8 graph quantizes activations with one scale per input tensor: run beside a
-    # longer text (and its padding), a text used to get another vector than alone.
+    # One model call embeds a whole batch (padded to its longest text). The int8 graph
+    # this model replaced quantized activations with one scale per batch tensor, so a
+    # text's vector moved with its neighbours (up to 0.03 per coordinate); the committed
+    # graph computes in fp32 from int8 weights, and each text gets its vector alone.
     embedder = OnnxEmbedder(MODEL_DIR)
     text = "heat transfer in a laminar boundary layer"
     alone = embedder.embed([text])[0]
@@ -46,3 +48,11 @@ def test_a_vector_does_not_depend_on_what_else_is_embedded_with_it() -> None:
                   "a shock wave"]
     assert embedder.embed(neighbours)[1] == alone
     assert embedder.embed(list(reversed(neighbours)))[1] == alone
+
+
+def test_a_batch_gives_every_text_its_single_text_vector() -> None:
+    embedder = OnnxEmbedder(MODEL_DIR)
+    texts = [f"record {n}: " + "the projector embeds a batch of records in one call " * (n % 7)
+             for n in range(40)]  # more than one model call (MAX_BATCH), lengths mixed
+    batched = embedder.embed(texts)
+    assert batched == [embedder.embed([text])[0] for text in texts]

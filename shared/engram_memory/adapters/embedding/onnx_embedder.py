@@ -10,11 +10,13 @@ loudly (a same-size corrupt graph fails onnxruntime's parse) without hashing 23 
 every cold start. Pooling = mean over the attention mask, then L2 normalization (what
 all-MiniLM-L6-v2's ``1_Pooling/config.json`` specifies).
 
-Each text is run alone (a batch of one, no padding): the int8 graph quantizes its
-activations dynamically, with one scale per input tensor, so a text run beside others got
-a vector that depended on its neighbours and on their padding (up to 0.03 per coordinate on
-Cranfield, docs/search.md). Alone, a vector is a function of the text and the model only,
-so the projector, a re-index and a query agree whatever else is embedded with them.
+A batch of texts is one model call (at most MAX_BATCH texts per call, shortest first so
+little is padded). That is sound because the model's arithmetic is fp32: the committed
+graph stores its weights as int8 but dequantizes them when the session is built
+(models/all-minilm-l6-v2/export.py), so nothing about a text's neighbours (their content,
+their length, the padding) enters its vector; ``tests/unit/adapters/test_minilm_model.py``
+asserts a batched vector equals the text's vector alone. (The dynamic-int8 graph used
+before quantized activations with one scale per batch tensor, so a text had to run alone.)
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 from engram_memory.services.semantic_ports import EmbedderInfo, SemanticChannelError, Vector
 
 MANIFEST = "MANIFEST.json"
+MAX_BATCH = 32  # texts per model call: bounds the padded input tensors
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,13 +74,18 @@ class _Loaded:
                 raise SemanticChannelError
         options = onnxruntime.SessionOptions()
         options.log_severity_level = 3  # the model's warnings are not ours to print
+        # Fold the int8 weights' DequantizeLinear nodes into fp32 constants when the
+        # session is built. Left to its QDQ fusions, onnxruntime would turn them into
+        # integer kernels that quantize activations on the fly (slower on this model, and
+        # their rounding is theirs to change); folded, every run is plain fp32 arithmetic.
+        options.add_session_config_entry("session.disable_quant_qdq", "1")
         self.session = onnxruntime.InferenceSession(
             str(folder / "model.onnx"), sess_options=options,
             providers=["CPUExecutionProvider"])
         self.inputs = {i.name for i in self.session.get_inputs()}
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
         tokenizer.enable_truncation(max_length=manifest.max_tokens)
-        tokenizer.no_padding()  # tokenizer.json pads to 128; a text is run alone
+        tokenizer.no_padding()  # tokenizer.json pads to 128; a batch pads to its longest
         self.tokenizer = tokenizer
 
 
@@ -107,10 +115,18 @@ class OnnxEmbedder:
         self._model()
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
-        """Unit vectors for ``texts`` (mean pooling over real tokens, L2 normalized)."""
+        """Unit vectors for ``texts`` (mean pooling over real tokens, L2 normalized), in
+        as few model calls as MAX_BATCH allows."""
         model = self._model()
+        out: list[Vector] = [() for _ in texts]
         try:
-            out = [self._one(model, text) for text in texts]
+            encodings = model.tokenizer.encode_batch(list(texts))
+            order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+            for start in range(0, len(order), MAX_BATCH):
+                chunk = order[start:start + MAX_BATCH]
+                vectors = self._run(model, [encodings[i].ids for i in chunk])
+                for i, vector in zip(chunk, vectors, strict=True):
+                    out[i] = vector
         except SemanticChannelError:
             raise
         except Exception:  # onnxruntime raises its own types; the caller needs one
@@ -133,20 +149,25 @@ class OnnxEmbedder:
                     raise SemanticChannelError from None
             return self._loaded
 
-    def _one(self, model: _Loaded, text: str) -> Vector:
+    def _run(self, model: _Loaded, token_ids: list[list[int]]) -> list[Vector]:
         import numpy as np
 
-        encoding = model.tokenizer.encode(text)
-        ids = np.array([encoding.ids], dtype=np.int64)
-        mask = np.array([encoding.attention_mask], dtype=np.int64)
+        width = max(len(ids) for ids in token_ids)
+        ids = np.zeros((len(token_ids), width), dtype=np.int64)
+        mask = np.zeros((len(token_ids), width), dtype=np.int64)
+        for row, tokens in enumerate(token_ids):
+            ids[row, :len(tokens)] = tokens
+            mask[row, :len(tokens)] = 1
         feeds: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
         if "token_type_ids" in model.inputs:
             feeds["token_type_ids"] = np.zeros_like(ids)
         hidden = model.session.run(None, feeds)[0]
         if hidden.ndim != 3 or hidden.shape[2] != self._read_manifest().dimension:
             raise SemanticChannelError
-        weights = mask[..., None].astype(np.float32)
-        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        unit = pooled / np.clip(norms, 1e-12, None)
-        return tuple(float(x) for x in unit[0])
+        out: list[Vector] = []
+        for row, tokens in enumerate(token_ids):
+            # Mean over the text's own tokens only: the padding never enters the sum.
+            pooled = hidden[row, :len(tokens)].astype(np.float32).mean(axis=0)
+            unit = pooled / max(float(np.linalg.norm(pooled)), 1e-12)
+            out.append(tuple(float(x) for x in unit))
+        return out
