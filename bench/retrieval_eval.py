@@ -21,8 +21,9 @@ record id is the one admission derives, the lexical index is built with the proj
 analysis (domain/ranking.build_index over domain/search_fields.record_document) and
 ranked with each term's best postings within the per-search budget
 (domain/impact.score_top_k), the semantic channel is services/semantic.SemanticChannel
-(the deployment's embedder, one record text per call; the local service's exact cosine
-top-k), and the channels are fused by services/channels.ChannelPlanner with the settings
+(the deployment's embedder; records embedded 100 to a call with ``index_records``, as the
+projector embeds a stream batch; the local service's exact cosine top-k), and the
+channels are fused by services/channels.ChannelPlanner with the settings
 the search function reads (``ENGRAM_SEARCH_FUSION*`` in this environment, else the
 defaults). ``--path service`` starts the local service, captures and admits every document
 (the tool handlers, in process), lets the projector index them, and runs every query
@@ -77,6 +78,7 @@ MODES = ("lexical", "semantic", "hybrid")
 TENANT = "t-bench"  # harness.TENANT: record ids (hence score ties) derive from the scope
 PURPOSE = "purpose:eval"
 DEPTH = 100  # Recall@100: the ranking is read to this depth
+PROJECTOR_BATCH = 100  # records per projector invocation (a stream batch, a catch-up page)
 # The deployment settings each mode runs with (on top of this environment's).
 MODE_SETTINGS: dict[str, dict[str, str]] = {
     "lexical": {}, "semantic": {"ENGRAM_SEARCH_FUSION_LEXICAL_WEIGHT": "0"}, "hybrid": {}}
@@ -231,6 +233,7 @@ def index_in_process(beir: BeirSet, scope_field: str | None, channel: SemanticCh
     by_scope: dict[str, dict[str, dict[str, Any]]] = {}
     doc_of: dict[str, dict[str, str]] = {}
     refused: list[str] = []
+    pending: list[tuple[Scope, str, dict[str, Any]]] = []
     for doc in beir.docs:
         scope = Scope(TENANT, names[scope_value(doc, scope_field)])
         try:
@@ -242,8 +245,10 @@ def index_in_process(beir: BeirSet, scope_field: str | None, channel: SemanticCh
             continue  # the same record again: admission answers duplicate_exact
         by_scope[scope.workspace_id][record_id] = record
         doc_of.setdefault(scope.workspace_id, {})[record_id] = str(doc["_id"])
-        if channel is not None:
-            channel.index_record(scope, record_id, record)
+        pending.append((scope, record_id, record))
+    if channel is not None:  # the projector's batch path: one embed call per stream batch
+        for start in range(0, len(pending), PROJECTOR_BATCH):
+            channel.index_records(pending[start:start + PROJECTOR_BATCH])
     indexes = {}
     for workspace, recs in by_scope.items():
         postings, stats = build_index(record_document(rid, rec) for rid, rec in recs.items())
