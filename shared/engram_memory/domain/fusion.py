@@ -1,8 +1,8 @@
 """Fusion of ranked channels (lexical BM25F, semantic cosine) into one order.
 
 Rule ``convex``, the deployed default: each channel's scores are min-max normalized over
-its list (per query), then ``fused = Σ_c w_c · norm_c(d)``, with w_lexical = 0.85 and
-w_semantic = 0.15. Rule ``rrf`` (reciprocal rank fusion, Cormack et al. 2009):
+its list (per query), then ``fused = Σ_c w_c · norm_c(d)``, with w_lexical = 0.75 and
+w_semantic = 0.25. Rule ``rrf`` (reciprocal rank fusion, Cormack et al. 2009):
 
     fused(d) = Σ_c  w_c / (k + rank_c(d))      rank_c = 1-based rank of d in channel c
 
@@ -23,7 +23,7 @@ from engram_memory.domain.ranking import ScoredRecord, order
 
 RULES = ("rrf", "convex")
 DEPLOYED_RULE = "convex"
-DEPLOYED_LEXICAL_WEIGHT = 0.85
+DEPLOYED_LEXICAL_WEIGHT = 0.75
 """The deployment's fusion (settings' defaults): chosen on development queries only."""
 SEMANTIC_TOP_K = 100
 """Nearest neighbours read per search (S3 Vectors' QueryVectors allows at most 100)."""

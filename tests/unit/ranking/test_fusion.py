@@ -84,12 +84,12 @@ def test_the_deployed_fusion_is_the_convex_combination_named_in_the_digest() -> 
                                   "ENGRAM_PROJECTION_TABLE_NAME": "p"})
     deployed = fusion_config(settings.search_fusion, settings.search_fusion_lexical_weight)
     assert (deployed.rule, deployed.lexical_weight, deployed.semantic_weight) == (
-        "convex", 0.85, 0.15)
+        "convex", 0.75, 0.25)
     assert deployed.profile == "hybrid-convex"
     assert deployed.as_dict()["normalization"] == "min-max per query"
     channel = ChannelReceipt("semantic", "m", "sha256:" + "1" * 64, "idx", "sha256:" + "2" * 64)
     assert fused_config_digest(deployed, (channel,)) != fused_config_digest(
-        fusion_config("convex", 0.8), (channel,))
+        fusion_config("convex", 0.85), (channel,))
     # lexical weight 0 is the semantic channel alone (the measuring setting)
     assert fusion_config("convex", 0.0).profile == "semantic-only"
 
