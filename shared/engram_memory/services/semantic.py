@@ -39,8 +39,7 @@ class Nearest:
 def record_text(record_id: str, record: Mapping[str, Any]) -> str:
     """What the embedder reads of a record."""
     fields = record_document(record_id, record).fields
-    texts = [fields[name].strip() for name in _TEXT_FIELDS if fields.get(name, "").strip()]
-    return "\n".join(dict.fromkeys(texts))  # each distinct text once, first place kept
+    return "\n".join(dict.fromkeys(fields[name] for name in _TEXT_FIELDS if fields.get(name)))
 
 
 class SemanticChannel:
