@@ -8,7 +8,8 @@ component, abstract → a context component; the tool handlers are called in-pro
 projector drains (it embeds every record with the committed ONNX model), and every query
 runs through ``engram_memory_search`` over MCP (official SDK client; two pages of 50 for
 the top 100) three times: ``lexical`` (BM25F), ``semantic alone`` (the deployment's
-fusion with lexical weight 0) and ``hybrid`` (``lexical_and_semantic``: RRF of both).
+fusion with lexical weight 0) and ``hybrid`` (``lexical_and_semantic``: the deployed
+fusion of both).
 nDCG@10 with linear and exponential gains, Recall@10 and Recall@100 (bench/ir_eval.py)
 are printed, in the same run, beside three reference rankers (bench/reference_rankers.py):
 ``bm25s`` with English stopwords + the same Snowball stemmer, ``bm25s`` plain, and the
@@ -126,7 +127,7 @@ MODES: tuple[tuple[str, dict[str, str], dict[str, str]], ...] = (
     ("lexical: BM25F tokenizer 2 (over MCP)", LEXICAL, {}),
     ("semantic alone: all-MiniLM-L6-v2 int8", BOTH,
      {"ENGRAM_SEARCH_FUSION_LEXICAL_WEIGHT": "0"}),
-    ("hybrid: lexical_and_semantic (RRF k=60)", BOTH, {}),
+    ("hybrid: lexical_and_semantic (deployed fusion)", BOTH, {}),
 )
 
 

@@ -38,8 +38,9 @@ def _onnx(folder: Path) -> Any:
     return OnnxEmbedder(folder)
 
 
-def _embedder(settings: Settings, client: Any) -> Any:
-    if settings.semantic_embedder == "onnx":
+def embedder(settings: Settings, client: Any = None) -> Any:
+    """The configured embedder (``client`` makes boto3 clients; only Bedrock needs one)."""
+    if settings.semantic_embedder in ("onnx", ""):
         return _onnx(model_dir(settings))
     from engram_memory.adapters.embedding.bedrock_titan import TitanV2Embedder
     return TitanV2Embedder(client("bedrock-runtime"), settings.titan_dimension)
@@ -70,13 +71,22 @@ def semantic_channel(settings: Settings, client: Any,
         return None
     if not settings.vector_bucket or not settings.vector_index:
         return None
-    return SemanticChannel(_embedder(settings, client), _index(settings, client, local_index))
+    return SemanticChannel(embedder(settings, client), _index(settings, client, local_index))
+
+
+def fusion_config(rule: str, lexical_weight: float) -> FusionConfig:
+    """The fusion the settings name. ``convex``: lexical_weight·lexical + (1 −
+    lexical_weight)·semantic over min-max normalized scores (lexical_weight in [0, 1));
+    ``rrf``: lexical_weight against a semantic weight of 1."""
+    if rule == "convex":
+        return FusionConfig(rule=rule, lexical_weight=lexical_weight,
+                            semantic_weight=round(1.0 - lexical_weight, 9))
+    return FusionConfig(rule=rule, lexical_weight=lexical_weight)
 
 
 def channel_settings(settings: Settings, channel: SemanticChannel | None) -> ChannelSettings:
     """The semantic channel with the host's fusion settings."""
-    fusion = FusionConfig(rule=settings.search_fusion,
-                          lexical_weight=settings.search_fusion_lexical_weight)
+    fusion = fusion_config(settings.search_fusion, settings.search_fusion_lexical_weight)
     return ChannelSettings(semantic=channel, fusion=fusion,
                            fuse_lexical=settings.search_fuse_lexical,
                            host_allows_network=settings.host_allows_network)

@@ -17,6 +17,7 @@ from typing import Any
 
 from engram_memory import env_names as n
 from engram_memory.domain.context import Tool
+from engram_memory.domain.fusion import DEPLOYED_LEXICAL_WEIGHT, DEPLOYED_RULE
 
 DEFAULT_REGION = "us-east-1"
 DEFAULT_CONFIRMATION_WINDOW_SECONDS = 30
@@ -77,8 +78,9 @@ class Settings:
     vector_bucket: str = ""
     vector_index: str = ""
     vector_index_local: bool = False  # local mode: exact in-process QueryVectors over moto
-    search_fusion: str = "rrf"
-    search_fusion_lexical_weight: float = 1.0  # 0 = semantic alone (a measuring setting)
+    # docs/search.md, "Fusion": convex (lexical weight in [0, 1)) or rrf; 0 = semantic alone.
+    search_fusion: str = DEPLOYED_RULE
+    search_fusion_lexical_weight: float = DEPLOYED_LEXICAL_WEIGHT
     search_fuse_lexical: bool = False  # the host lets `lexical` searches fuse too
     host_allows_network: bool = False  # the host lets a managed embedder be used
     state_machine_arn: str = ""
@@ -155,9 +157,9 @@ def _semantic(e: Mapping[str, str]) -> dict[str, Any]:
         "vector_bucket": e.get(n.VECTOR_BUCKET, ""),
         "vector_index": e.get(n.VECTOR_INDEX, ""),
         "vector_index_local": _flag(e, n.VECTOR_INDEX_LOCAL),
-        "search_fusion": e.get(n.SEARCH_FUSION, "rrf") or "rrf",
+        "search_fusion": e.get(n.SEARCH_FUSION, "") or DEPLOYED_RULE,
         "search_fusion_lexical_weight": float(
-            e.get(n.SEARCH_FUSION_LEXICAL_WEIGHT, "1") or "1"),
+            e.get(n.SEARCH_FUSION_LEXICAL_WEIGHT, "") or DEPLOYED_LEXICAL_WEIGHT),
         "search_fuse_lexical": _flag(e, n.SEARCH_FUSE_LEXICAL),
         "host_allows_network": _flag(e, n.HOST_ALLOWS_NETWORK),
     }

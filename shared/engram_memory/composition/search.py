@@ -10,14 +10,20 @@ from engram_memory.services.paging import PageCursorCodec
 from engram_memory.services.redaction import Redactor
 from engram_memory.services.search import SearchService
 from engram_memory.services.search_tail import DEFAULT_TAIL_BOUND
+from engram_memory.settings import Settings
+
+
+def ranking_config(s: Settings) -> RankingConfig:
+    """The lexical ranking parameters of this deployment (bench/retrieval_eval.py too)."""
+    return RankingConfig(postings_per_term=s.search_postings_per_term or
+                         DEFAULT_POSTINGS_PER_TERM)
 
 
 @bootstrap.per_container
 def service() -> SearchService:
     """The search use case."""
     s = bootstrap.settings()
-    config = RankingConfig(postings_per_term=s.search_postings_per_term or
-                           DEFAULT_POSTINGS_PER_TERM)
+    config = ranking_config(s)
     projection = DynamoProjectionStore(bootstrap.dynamodb_client(), s.projection_table_name)
     return SearchService(record_reader(), projection, bootstrap.clock(),
                          PageCursorCodec(bootstrap.page_cursor_secret()),

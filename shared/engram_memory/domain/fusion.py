@@ -1,13 +1,15 @@
 """Fusion of ranked channels (lexical BM25F, semantic cosine) into one order.
 
-Rule ``rrf`` (reciprocal rank fusion, Cormack et al. 2009), the shipped default:
+Rule ``convex``, the deployed default: each channel's scores are min-max normalized over
+its list (per query), then ``fused = Σ_c w_c · norm_c(d)``, with w_lexical = 0.75 and
+w_semantic = 0.25. Rule ``rrf`` (reciprocal rank fusion, Cormack et al. 2009):
 
     fused(d) = Σ_c  w_c / (k + rank_c(d))      rank_c = 1-based rank of d in channel c
 
-A document absent from a channel gets nothing from it. Rule ``convex``: each channel's
-scores are min-max normalized over its list, then ``fused = Σ_c w_c · norm_c(d)``.
-Chosen by measurement on Cranfield (docs/search.md, "Fusion"). Ties: the fused score is
-rounded (ranking.SCORE_DECIMALS), then record_id ascending, as for the lexical channel.
+A document absent from a channel gets nothing from it. Chosen by measurement on the
+development halves of Cranfield and LoCoMo (docs/search.md, "Fusion"). Ties: the fused
+score is rounded (ranking.SCORE_DECIMALS), then record_id ascending, as for the lexical
+channel.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from engram_memory.domain.canonical import DigestKind, digest
 from engram_memory.domain.ranking import ScoredRecord, order
 
 RULES = ("rrf", "convex")
+DEPLOYED_RULE = "convex"
+DEPLOYED_LEXICAL_WEIGHT = 0.75
+"""The deployment's fusion (settings' defaults): chosen on development queries only."""
 SEMANTIC_TOP_K = 100
 """Nearest neighbours read per search (S3 Vectors' QueryVectors allows at most 100)."""
 
@@ -52,6 +57,11 @@ class FusionConfig:
 
     def as_dict(self) -> dict[str, Any]:
         """The canonical description a config digest covers."""
+        if self.rule == "convex":
+            return {"rule": self.rule, "normalization": "min-max per query",
+                    "version": self.version, "semantic_top_k": self.semantic_top_k,
+                    "weights": {"lexical": self.lexical_weight,
+                                "semantic": self.semantic_weight}}
         return {"rule": self.rule, "rrf_k": self.rrf_k, "version": self.version,
                 "weights": {"lexical": self.lexical_weight, "semantic": self.semantic_weight},
                 "semantic_top_k": self.semantic_top_k}

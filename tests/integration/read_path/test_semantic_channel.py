@@ -50,7 +50,7 @@ def test_a_paraphrase_is_found_by_meaning_and_the_receipt_names_both_channels(
     envelope = semantic.search(PARAPHRASE, capability_policy=BOTH)
     assert ids(envelope) == [billing, newsletter]
     receipt = envelope["output"]["value"]["rank_receipt"]
-    assert receipt["profile"] == "hybrid-rrf"
+    assert receipt["profile"] == "hybrid-convex"  # the deployed fusion (settings)
     channels = {c["channel"]: c for c in receipt["channels"]}
     assert channels["lexical"]["model"] == "bm25f-lexical"
     assert channels["semantic"]["model"] == "sentence-transformers/all-MiniLM-L6-v2"
@@ -108,7 +108,7 @@ def test_host_enabled_fusion_fuses_lexical_searches_and_falls_back_when_broken(
     semantic.rewire()
     fused = semantic.search(PARAPHRASE)
     assert ids(fused) == [billing, newsletter]
-    assert fused["output"]["value"]["rank_receipt"]["profile"] == "hybrid-rrf"
+    assert fused["output"]["value"]["rank_receipt"]["profile"] == "hybrid-convex"
     semantic.aws.configure(ENGRAM_VECTOR_INDEX="no-such-index")
     semantic.rewire()
     plain = semantic.search("billing backoff")

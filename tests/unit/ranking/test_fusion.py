@@ -73,3 +73,32 @@ def test_fusion_is_deterministic_and_covers_exactly_both_channels(left: list[str
     assert {h.record_id for h in first} == set(left) | set(right)
     keys = [(-h.score, h.record_id) for h in first]
     assert keys == sorted(keys)
+
+
+def test_the_deployed_fusion_is_the_convex_combination_named_in_the_digest() -> None:
+    from engram_memory.semantic_wiring import fusion_config
+    from engram_memory.settings import Settings
+
+    settings = Settings.from_env({"ENGRAM_TENANT_ID": "t", "ENGRAM_TABLE_NAME": "m",
+                                  "ENGRAM_KEY_TABLE_NAME": "k",
+                                  "ENGRAM_PROJECTION_TABLE_NAME": "p"})
+    deployed = fusion_config(settings.search_fusion, settings.search_fusion_lexical_weight)
+    assert (deployed.rule, deployed.lexical_weight, deployed.semantic_weight) == (
+        "convex", 0.75, 0.25)
+    assert deployed.profile == "hybrid-convex"
+    assert deployed.as_dict()["normalization"] == "min-max per query"
+    channel = ChannelReceipt("semantic", "m", "sha256:" + "1" * 64, "idx", "sha256:" + "2" * 64)
+    assert fused_config_digest(deployed, (channel,)) != fused_config_digest(
+        fusion_config("convex", 0.85), (channel,))
+    # lexical weight 0 is the semantic channel alone (the measuring setting)
+    assert fusion_config("convex", 0.0).profile == "semantic-only"
+
+
+def test_the_convex_combination_weighs_normalized_scores() -> None:
+    lexical = [ScoredRecord("a", 12.0), ScoredRecord("b", 8.0), ScoredRecord("c", 2.0)]
+    semantic = [ScoredRecord("c", 0.9), ScoredRecord("b", 0.6), ScoredRecord("a", 0.3)]
+    fused = fuse(lexical, semantic, FusionConfig(rule="convex", lexical_weight=0.85,
+                                                 semantic_weight=0.15))
+    # a: 0.85·1 + 0 ; b: 0.85·0.6 + 0.15·0.5 ; c: 0 + 0.15·1
+    assert [(h.record_id, h.score) for h in fused] == [
+        ("a", 0.85), ("b", pytest.approx(0.585)), ("c", 0.15)]
