@@ -15,7 +15,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.parser import ValidationError, parse
 from aws_lambda_powertools.utilities.parser.models import EventBridgeModel
-from engram_memory import bootstrap
+from engram_memory import bootstrap, invocation_time
 from engram_memory.composition import expiry
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import EngramError, StoreUnavailable
@@ -26,8 +26,9 @@ from engram_memory.tracing import tracer_for
 SERVICE = "engram-expiry-sweeper"
 MAX_RECORDS_PER_RUN = 500
 PAGE_SIZE = 25
-# Stop starting new records with this much time left: a commit in flight must finish
-# before the function's timeout, or its outcome would only be known on the next run.
+# Stop starting new records, and stop retrying a lost commit, with this much time left: a
+# commit in flight must finish before the function's timeout, or its outcome would only be
+# known on the next run.
 RESERVE_MS = 10_000
 LOCAL_BUDGET_MS = 60_000  # no Lambda context (local runs): a fixed wall-clock budget
 
@@ -63,10 +64,14 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return {"ok": False}
     settings = bootstrap.settings()
     scopes = [Scope(settings.tenant_id, workspace) for workspace in settings.workspace_ids]
+    remaining_ms = _remaining_ms(context)
     budget = SweepBudget(max_records=MAX_RECORDS_PER_RUN, page_size=PAGE_SIZE,
-                         remaining_ms=_remaining_ms(context), reserve_ms=RESERVE_MS)
+                         remaining_ms=remaining_ms, reserve_ms=RESERVE_MS)
     try:
-        report = expiry.service().sweep(scopes, budget)
+        # The reserve also bounds a lost commit's retries (services/commit_retry.py): a
+        # record started just before the reserve must not retry into the timeout.
+        with invocation_time.bound((remaining_ms() - RESERVE_MS) / 1000):
+            report = expiry.service().sweep(scopes, budget)
     except EngramError as exc:
         logger.error("expiry sweep failed", extra={"error_code": exc.code})
         _count(f"expiry.error.{exc.code}", 1)

@@ -18,7 +18,11 @@ table's items (tqdm, the ``operator`` extra; plain lines without it) and keeps a
 checkpoint file (``--checkpoint``; keys and counts only): after each batch the projector
 acknowledged, the key the scan may resume after. Interrupted (Ctrl-C, a lost connection,
 a failed invoke), the same command resumes there: finished batches are not sent again,
-and the batch in flight is (the projector is idempotent). ``--restart`` starts over.
+and the batch in flight is (the projector is idempotent). A batch the projector did not
+acknowledge whole (``batchItemFailures``, a FunctionError) stops the run with exit 1 and
+the checkpoint on the last batch it did acknowledge, so the next run sends it again; the
+checkpoint is deleted only when the rebuild ends with nothing failed. ``--restart``
+starts over.
 """
 
 from __future__ import annotations
@@ -119,6 +123,14 @@ def reproject(keys: Iterable[tuple[str, str]], projector: Projector) -> tuple[in
     return sent, failed
 
 
+class BatchFailed(Exception):
+    """The projector did not acknowledge a whole batch: the rebuild stops before it."""
+
+    def __init__(self, failed: int) -> None:
+        super().__init__(f"{failed} records of a batch failed")
+        self.failed = failed
+
+
 @dataclass
 class Checkpoint:
     """How far a rebuild got: what it was asked, where the scan resumes, what was sent.
@@ -126,7 +138,9 @@ class Checkpoint:
     ``resume_after``: the key of the last record the projector acknowledged (or of the
     last item of a page with nothing left to send), the Scan's ``ExclusiveStartKey`` on
     resume. ``latest``: each workspace's latest journal event seen so far (cursor, pk, sk),
-    sent once the scan is complete. Keys and counts only, never content.
+    sent once the scan is complete. ``sent``: records the projector acknowledged.
+    ``failed``: records of the batch it did not (a run stops there; never saved). Keys and
+    counts only, never content.
     """
 
     table: str
@@ -175,7 +189,11 @@ def rebuild(client: Any, checkpoint: Checkpoint, projector: Projector, *,
             save: Callable[[Checkpoint], None], progress: Progress | None = None,
             batch_size: int = BATCH_SIZE) -> Checkpoint:
     """Send every record key, then each workspace's latest event, from where
-    ``checkpoint`` resumes; ``save`` after each acknowledged batch. The final counts."""
+    ``checkpoint`` resumes; ``save`` after each acknowledged batch. The final counts.
+
+    Raises :class:`BatchFailed` at the first batch with a failed record, without saving:
+    the saved checkpoint stays on the last acknowledged batch, so a rerun sends it again.
+    """
     report = progress or _Silent()
     kwargs = {**_scan_filter(checkpoint.table), "Limit": SCAN_PAGE_ITEMS}
     start = _key(checkpoint.resume_after) if checkpoint.resume_after else None
@@ -184,8 +202,10 @@ def rebuild(client: Any, checkpoint: Checkpoint, projector: Projector, *,
     def send(keys: list[Key]) -> None:
         for event in stream_events(keys, batch_size):
             failures = projector(event).get("batchItemFailures", [])
+            if failures:
+                checkpoint.failed += len(failures)
+                raise BatchFailed(len(failures))
             checkpoint.sent += len(event["Records"])
-            checkpoint.failed += len(failures)
 
     while True:
         page = client.scan(**kwargs, **({"ExclusiveStartKey": start} if start else {}))
@@ -359,11 +379,17 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ninterrupted after {checkpoint.sent} records; run the same command to "
               "resume", file=sys.stderr)
         return 130
+    except BatchFailed as exc:
+        print(f"the projector reported {exc.failed} records of a batch failed after "
+              f"{checkpoint.sent} records; the checkpoint stays before that batch: run the "
+              "same command to send it again", file=sys.stderr)
+        return 1
     finally:
         if progress is not None:
             progress.close()
     elapsed = max(time.monotonic() - started, 1e-9)
-    path.unlink(missing_ok=True)
+    if not done.failed:
+        path.unlink(missing_ok=True)
     rate = (done.sent - already) / elapsed
     print(f"records sent to the projector: {done.sent}; reported failed: {done.failed}; "
           f"{rate:.1f} records/s this run")

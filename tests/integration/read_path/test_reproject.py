@@ -160,3 +160,57 @@ def test_the_command_shows_progress_resumes_and_prints_its_rate(
     assert "records/s this run" in out
     assert not path.exists()  # finished: nothing left to resume
     assert sorted(ids(read_path.search("numbats"))) == sorted(made)
+
+
+def test_a_batch_with_a_failed_record_is_sent_again_on_resume(
+        read_path: ReadPath, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    made = [read_path.admit(f"failing rebuild note {n} about bilbies") for n in range(6)]
+    read_path.project()
+    _wipe_projection(read_path)
+    path = tmp_path / "checkpoint.json"
+    monkeypatch.setenv("ENGRAM_TABLE_NAME", read_path.aws.settings.table_name)
+    projector = in_process_projector()
+    sent: list[dict[str, Any]] = []
+    failed_once: list[str] = []
+    first_run_going = [True]
+
+    def failing_one_record_once(event: dict[str, Any]) -> dict[str, Any]:
+        sent.append(event)
+        if len(sent) == 3 and first_run_going[0]:
+            raise KeyboardInterrupt  # had the run gone on, Ctrl-C during the next batch
+        if len(sent) == 2 and not failed_once:
+            # The projector's partial batch response: the second record was not applied.
+            applied, failed = event["Records"][:1], event["Records"][1]
+            projector({"Records": applied})
+            failed_once.append(failed["dynamodb"]["Keys"]["sk"]["S"])
+            return {"batchItemFailures": [{"itemIdentifier": failed["eventID"]}]}
+        return projector(event)
+
+    monkeypatch.setattr(reproject_module, "in_process_projector",
+                        lambda: failing_one_record_once)
+    command = ["--in-process", "--checkpoint", str(path), "--batch-size", "2",
+               "--no-progress"]
+    first_exit = main(command)
+    _, err = capsys.readouterr()
+    first_run = _records_of(sent)
+    saved = Checkpoint.load(path)
+    assert saved is not None  # kept: the failed batch is not behind it
+
+    sent.clear()
+    first_run_going[0] = False
+    second_exit = main(command)
+    out, _ = capsys.readouterr()
+    resumed = _records_of(sent)
+    assert failed_once[0] in resumed  # the unacknowledged key is sent again
+    assert sorted(ids(read_path.search("bilbies", limit=20))) == sorted(made)
+    assert not set(first_run[:2]) & set(resumed)  # the acknowledged batch is not
+    # The first run stopped at the failed batch, its checkpoint before that batch.
+    assert (first_exit, len(first_run), second_exit) == (1, 4, 0)
+    assert "run the same command to send it again" in err
+    assert (saved.sent, saved.failed) == (2, 0)
+    assert "records sent to the projector: 7; reported failed: 0;" in out  # 6 + the event
+    assert not path.exists()
+    watermark, head = _watermark_and_head(read_path)
+    assert watermark == head
+    assert sorted(ids(read_path.search("bilbies", limit=20))) == sorted(made)
