@@ -39,6 +39,7 @@ from engram_memory.adapters.clock import SystemClock
 from engram_memory.contract.envelope import failure, failure_for_unexpected, success
 from engram_memory.contract.invocation import (
     ADJUDICATION_KIND,
+    INSPECT,
     AdjudicationInvocation,
     ToolInvocation,
 )
@@ -239,9 +240,14 @@ def run_adjudication(event: object, resolve: Callable[[], Adjudicator],
         logger.error("adjudication failed unexpectedly",
                      extra={"error_class": type(exc).__name__})
         metrics.add_metric(name="error.UNEXPECTED", unit=MetricUnit.Count, value=1)
-        return failure_for_unexpected(audit_id, mutation=True)  # a decision commits
+        # A decision commits (its outcome may be unknown); an inspection writes nothing.
+        return failure_for_unexpected(audit_id, mutation=not _is_inspection(event))
     finally:
         logger.remove_keys(list(_LOG_KEYS))
+
+
+def _is_inspection(event: object) -> bool:
+    return isinstance(event, Mapping) and event.get("decision") == INSPECT
 
 
 def _adjudication_audit_id(event: object) -> str:
