@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from engram_memory.domain.context import Scope
 from engram_memory.runtime import run_adjudication
 
