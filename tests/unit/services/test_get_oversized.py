@@ -59,6 +59,11 @@ class _OneRecord:
     def get_record(self, scope: Scope, record_id: str) -> RecordRow | None:
         return self.row if record_id == RECORD_ID else None
 
+    def get_visible_record(self, scope: Scope, record_id: str,
+                           purpose: str | None) -> RecordRow | None:
+        visible = purpose is None or purpose == PURPOSE
+        return self.row if record_id == RECORD_ID and visible else None
+
 
 def _get(text_bytes: int, budget: int) -> dict[str, Any]:
     service = GetService(_OneRecord(text_bytes), _Clock(), Redactor())  # type: ignore[arg-type]
