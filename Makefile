@@ -34,7 +34,7 @@ rehearse: $(STAMP)
 	$(BIN)/python -m pytest tests/rehearsal $(ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check shared functions infra tests bench examples
+	$(BIN)/ruff check shared functions infra tests bench examples tools
 
 typecheck: $(STAMP)
 	$(BIN)/mypy && $(BIN)/mypy functions && $(BIN)/mypy infra && $(BIN)/mypy bench
