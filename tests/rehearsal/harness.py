@@ -13,7 +13,7 @@ import copy
 import json
 import time
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -236,8 +236,41 @@ def rehearse(synthesized: SynthesizedStack, moto: MotoService,
     with ExitStack() as stack:
         stack.enter_context(lambda_and_workflow_stand_ins(functions, gate_role_arn, admin))
         denials = stack.enter_context(iam_enforcement.enforced())
-        yield Rehearsal(synthesized, stood, admin, functions, denials)
+        running = Rehearsal(synthesized, stood, admin, functions, denials)
+        try:
+            yield running
+        finally:
+            _end_executions(running)
     bootstrap.reset()
+
+
+def _end_executions(rehearsal: Rehearsal) -> None:
+    """End every gate execution still running, so none outlives this stack.
+
+    An approved confirmation waits out its window (30 s) and then writes CONF#, and a
+    pending one expires on its own: left running, they would call the next rehearsal's moto
+    with this stack's deleted role and be recorded there as denials. StopExecution
+    interrupts a Wait; a task token wait ignores it, so those are failed by their token.
+    """
+    states = rehearsal.client("stepfunctions")
+    machines = [m["stateMachineArn"] for m in states.list_state_machines()["stateMachines"]]
+    main = rehearsal.physical("AWS::DynamoDB::Table", "MainTable")
+    for item in rehearsal.client("dynamodb").scan(TableName=main)["Items"]:
+        if "task_token" in item and item.get("state", {}).get("S") == "awaiting_decision":
+            with suppress(Exception):  # already decided or timed out: nothing to end
+                states.send_task_failure(taskToken=item["task_token"]["S"],
+                                         error="RehearsalOver", cause="teardown")
+    deadline = time.monotonic() + 30
+    for machine in machines:
+        while time.monotonic() < deadline:
+            left = states.list_executions(stateMachineArn=machine,
+                                          statusFilter="RUNNING")["executions"]
+            if not left:
+                break
+            for execution in left:
+                with suppress(Exception):
+                    states.stop_execution(executionArn=execution["executionArn"])
+            time.sleep(0.2)
 
 
 def _reset_moto(moto: MotoService) -> None:
