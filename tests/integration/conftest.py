@@ -1,8 +1,9 @@
 """Shared moto fixtures for every integration test (write path, read path, gate).
 
 ``aws``: inside ``mock_aws``, with the ``ENGRAM_*`` environment set, the tenant's tables
-and KMS key created through the very provisioning code the local service uses, and the
-composition root (``engram_memory.bootstrap``) reset before and after the test.
+and KMS key (the template's key policy and rotation) created through the very provisioning
+code the local service uses, and the composition root (``engram_memory.bootstrap``) reset
+before and after the test.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any
 import boto3
 import pytest
 from engram_memory import bootstrap
-from engram_memory.local.provisioning import create_tables, create_tenant_key
+from engram_memory.env_names import KMS_KEY_ID
+from engram_memory.local.provisioning import create_tables, provision_environment
 from engram_memory.settings import Settings
 from moto import mock_aws
 from moto.dynamodb.responses import DynamoHandler
@@ -117,8 +119,10 @@ def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsEnv]:
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name=REGION)
         kms = boto3.client("kms", region_name=REGION)
-        key_id = create_tenant_key(kms)
-        monkeypatch.setenv("ENGRAM_KMS_KEY_ID", key_id)
+        settings = Settings.from_env()
+        created = provision_environment(
+            lambda service: boto3.client(service, region_name=REGION), settings, [KMS_KEY_ID])
+        monkeypatch.setenv(KMS_KEY_ID, created[KMS_KEY_ID])
         settings = Settings.from_env()
         create_tables(dynamodb, settings)
         reset_wiring()

@@ -84,17 +84,18 @@ def _kms_backend(account_id: str, region: str) -> Any:
 
 def export_kms_key(account_id: str, region: str, key_id: str) -> dict[str, str]:
     """The id and material of a moto KMS key (local snapshot only)."""
+    key_id = key_id.rsplit("/", 1)[-1]  # the template gives functions the key's ARN
     key = _kms_backend(account_id, region).keys[key_id]
     return {"key_id": key_id, "material": base64.b64encode(key.key_material).decode("ascii")}
 
 
 def restore_kms_key(account_id: str, region: str, saved: dict[str, str], fresh_key_id: str) -> str:
-    """Re-home the freshly created key under the saved id and material; the saved id."""
+    """Re-home the freshly created key under the saved id and material; its new ARN."""
     backend = _kms_backend(account_id, region)
-    key = backend.keys.pop(fresh_key_id)
+    key = backend.keys.pop(fresh_key_id.rsplit("/", 1)[-1])
     old_id = saved["key_id"]
     key.id = old_id
     key.arn = key.arn.rsplit("/", 1)[0] + "/" + old_id
     key.key_material = base64.b64decode(saved["material"])
     backend.keys[old_id] = key
-    return old_id
+    return str(key.arn)

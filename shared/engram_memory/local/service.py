@@ -27,7 +27,6 @@ from engram_memory.composition.endpoint import build_endpoint
 from engram_memory.domain.ranking import PROJECTION_GENERATION
 from engram_memory.local import adapters, state
 from engram_memory.local.expiry_schedule import run_expiry_schedule
-from engram_memory.local.gate_setup import create_gate_resources
 from engram_memory.local.host_bridge import host_routes
 from engram_memory.local.inprocess_invoker import (
     InProcessInvoker,
@@ -38,6 +37,7 @@ from engram_memory.local.listener import HEADER_TIMEOUT_S, listener_config
 from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
 from engram_memory.local.moto_server import LOOPBACK, MotoService, start_moto
 from engram_memory.local.projector_pump import run_projector_pump
+from engram_memory.local.provisioning import provision_environment, provisioned_variables
 from engram_memory.local.queue_pump import run_queue_pump
 from engram_memory.local.review_page import review_routes, review_url
 from engram_memory.local.tokens import host_jwks, load_or_create_host_key, mint_agent_token
@@ -156,9 +156,9 @@ def _provision(home: Path, restore: bool) -> bool:
     settings = Settings.from_env()
     rebuild = state.provision(home, settings, restore=restore)
     provisioned = Settings.from_env()  # provisioning named the tenant key
-    clients = state.clients(provisioned)
-    os.environ.update(create_gate_resources(clients.stepfunctions, clients.sqs, provisioned,
-                                            iam_client=clients.iam))
+    gate = [name for name in provisioned_variables() if name != env_names.KMS_KEY_ID]
+    os.environ.update(provision_environment(state.client_factory(provisioned), provisioned,
+                                            gate))
     return rebuild
 
 

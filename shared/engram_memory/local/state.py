@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from engram_memory.adapters.dynamodb.projection_generations import LEGACY_GENERA
 from engram_memory.domain.ranking import PROJECTION_GENERATION
 from engram_memory.local import moto_s3vectors, moto_snapshot
 from engram_memory.local.moto_server import MOTO_ACCOUNT_ID
-from engram_memory.local.provisioning import create_tables, create_tenant_key
+from engram_memory.local.provisioning import create_tables, provision_environment
 from engram_memory.settings import LocalSettings, Settings
 
 HOST_KEY_FILE = "host_key.pem"
@@ -88,24 +89,12 @@ def write_endpoint(home: Path, endpoint: str) -> None:
         _write_private(home / IDENTITY_FILE, json.dumps(asdict(updated), indent=2))
 
 
-@dataclass(frozen=True)
-class LocalClients:
-    """boto3 clients on the moto server."""
-
-    dynamodb: Any
-    kms: Any
-    stepfunctions: Any
-    sqs: Any
-    iam: Any
-
-
-def clients(settings: Settings) -> LocalClients:
-    """Clients for every service the local stack uses."""
+def client_factory(settings: Settings) -> Callable[[str], Any]:
+    """boto3 clients on the moto server, by service name."""
     def make(name: str) -> Any:
         return moto_snapshot.aws_client(name, settings.region, settings.endpoint_url)
 
-    return LocalClients(make("dynamodb"), make("kms"), make("stepfunctions"), make("sqs"),
-                        make("iam"))
+    return make
 
 
 def _s3vectors_client(settings: Settings) -> Any:
@@ -123,12 +112,13 @@ def provision(home: Path, settings: Settings, *, restore: bool) -> bool:
     (another generation): its items are left out and the caller must rebuild the
     projection from the restored canonical state (services/reindex.py) before serving.
     """
-    aws = clients(settings)
-    create_tables(aws.dynamodb, settings)
+    client = client_factory(settings)
+    create_tables(client("dynamodb"), settings)
     if settings.vector_bucket and settings.vector_index:
         moto_s3vectors.ensure_index(_s3vectors_client(settings), settings.vector_bucket,
                                     settings.vector_index)
-    key_id = create_tenant_key(aws.kms)
+    key_id = provision_environment(client, settings, [env_names.KMS_KEY_ID])[
+        env_names.KMS_KEY_ID]
     snapshot_path = home / SNAPSHOT_FILE
     rebuild = False
     if restore and snapshot_path.is_file():

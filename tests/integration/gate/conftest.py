@@ -3,7 +3,8 @@
 The workflow's DynamoDB and SQS integrations call back to ``localhost:$MOTO_PORT``, so
 these tests use a ThreadedMotoServer on a free 127.0.0.1 port (module-scoped: starting it
 costs more than the tests). The tenant's tables, KMS key, confirmation queue and state
-machine are created through the very provisioning code the local service uses, and the
+machine (with its DLQ, host event bus, log group and role) are created from the template
+through the very provisioning code the local service uses, and the
 local queue pump runs in a thread, feeding the real queue-consumer code.
 """
 
@@ -19,9 +20,12 @@ import boto3
 import pytest
 import requests
 from engram_memory import bootstrap
-from engram_memory.local.gate_setup import create_gate_resources
 from engram_memory.local.moto_server import start_moto
-from engram_memory.local.provisioning import create_tables, create_tenant_key
+from engram_memory.local.provisioning import (
+    create_tables,
+    provision_environment,
+    provisioned_variables,
+)
 from engram_memory.local.queue_pump import run_queue_pump
 from engram_memory.local.tokens import (
     generate_host_key,
@@ -109,17 +113,17 @@ def gate_env() -> Iterator[GateEnv]:
         for name, value in {**BASE_ENV, **moto_env}.items():
             patch.setenv(name, value)
         patch.setenv("ENGRAM_CONFIRMATION_WINDOW_SECONDS", str(WINDOW_SECONDS))
-        patch.delenv("ENGRAM_CONFIRMATION_EVENT_BUS", raising=False)
         patch.setenv("ENGRAM_HOST_ISSUER", ISSUER)
         patch.setenv("ENGRAM_AUDIENCE", AUDIENCE)
         patch.setenv("ENGRAM_HOST_PUBLIC_KEY_PEM", public_pem(_HOST_KEY))
         clients = {name: boto3.client(name, region_name=REGION, endpoint_url=url)
                    for name in ("dynamodb", "kms", "stepfunctions", "sqs")}
-        patch.setenv("ENGRAM_KMS_KEY_ID", create_tenant_key(clients["kms"]))
         settings = Settings.from_env()
         create_tables(clients["dynamodb"], settings)
-        for name, value in create_gate_resources(
-            clients["stepfunctions"], clients["sqs"], settings
+        # The tenant key, queue pair, host bus and state machine, as `make serve` does.
+        for name, value in provision_environment(
+            lambda service: boto3.client(service, region_name=REGION, endpoint_url=url),
+            settings, provisioned_variables(),
         ).items():
             patch.setenv(name, value)
         settings = Settings.from_env()
