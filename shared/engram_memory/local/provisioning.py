@@ -116,10 +116,16 @@ class LocalStack:
 
     def __init__(self, client: ClientFactory, settings: Settings) -> None:
         """Clients from ``client(service)``; names from ``settings``' tenant and tables."""
-        self._client = client
+        self._factory = client
+        self._clients: dict[str, Any] = {}
         self._settings = settings
         self._created: dict[str, dict[str, str]] = {}
         self._account: str | None = None
+
+    def _client(self, service: str) -> Any:
+        if service not in self._clients:
+            self._clients[service] = self._factory(service)
+        return self._clients[service]
 
     def physical_name(self, name: str) -> str:
         """A generated resource's name in this deployment."""
