@@ -133,7 +133,10 @@ class LocalStack:
 
     def _account_id(self) -> str:
         if self._account is None:
-            self._account = str(self._client("sts").get_caller_identity()["Account"])
+            # An ARN already created names the account (saves a client); else ask STS.
+            arns = [v["Arn"] for v in self._created.values() if v.get("Arn", "").count(":") >= 5]
+            self._account = (arns[0].split(":")[4] if arns else
+                             str(self._client("sts").get_caller_identity()["Account"]))
         return self._account
 
     def value(self, name: str, attribute: str | None) -> str:
