@@ -9,7 +9,9 @@ gain over lexical among the candidates at least lexical at nDCG@10 and Recall@10
 and judged on the held-out one; the held-out numbers are pooled over queries. Cranfield is
 split by query id as in bench/fusion_choice.py (odd = dev, even = held out). Printed:
 every candidate per conversation and per Cranfield half, each fold's pick, the pooled
-held-out result beside lexical and the deployed rule.
+held-out result beside lexical and the deployed rule, and the min-max weight the same
+criterion picks on all conversations (among those at least lexical on Cranfield's dev half:
+how the deployed weight is chosen).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from fusion_choice import DATA, SetRuns
 from harness import table
 from retrieval_eval import load_beir, measures
 
-ALPHAS = (0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
+ALPHAS = (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)
 MEASURES = ("ndcg@10", "recall@10", "recall@100")
 
 
@@ -64,6 +66,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     def score(name: str, ids: list[str]) -> dict[str, float]:
         return measures(runs[name], locomo.qrels, ids)
 
+    cran = {"lexical": cranfield.scores(cranfield.ranked(None, "lexical")),
+            **{n: cranfield.scores(cranfield.ranked(c)) for n, c in CANDIDATES.items()}}
     picked: dict[str, list[str]] = {}
     rows = []
     for held, held_ids in folds.items():
@@ -86,9 +90,16 @@ def main(argv: Sequence[str] | None = None) -> None:
     print("\nLoCoMo, pooled over the held-out conversations:")
     print(table(["ranking", *MEASURES], [[n, *(f"{m[k]:.4f}" for k in MEASURES)]
                                          for n, m in pooled.items()]))
+    lexical_all, cran_lexical = score("lexical", qids), cran["lexical"]["dev"]
+    deployable = [n for n in CANDIDATES if n.startswith("min-max α") and "top" not in n
+                  and score(n, qids)["ndcg@10"] >= lexical_all["ndcg@10"]
+                  and cran[n]["dev"]["ndcg@10"] >= cran_lexical["ndcg@10"]
+                  and cran[n]["dev"]["recall@10"] >= cran_lexical["recall@10"]]
+    weight = max(deployable, key=lambda n: (score(n, qids)["recall@10"],
+                                            score(n, qids)["ndcg@10"]), default="none")
+    print(f"\nthe deployed weight (min-max, chosen on all conversations and Cranfield's dev "
+          f"half): {weight}")
     print("\nEvery candidate, per conversation (nDCG@10 / R@10) and Cranfield halves:")
-    cran = {"lexical": cranfield.scores(cranfield.ranked(None, "lexical")),
-            **{n: cranfield.scores(cranfield.ranked(c)) for n, c in CANDIDATES.items()}}
     print(table(["ranking", *folds, "locomo all", "cranfield dev", "cranfield held-out"],
                 [[n, *(f"{score(n, ids)['ndcg@10']:.4f} / {score(n, ids)['recall@10']:.4f}"
                        for ids in (*folds.values(), qids)),

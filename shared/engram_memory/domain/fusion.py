@@ -1,15 +1,15 @@
 """Fusion of ranked channels (lexical BM25F, semantic cosine) into one order.
 
 Rule ``convex``, the deployed default: each channel's scores are min-max normalized over
-its list (per query), then ``fused = Σ_c w_c · norm_c(d)``, with w_lexical = 0.75 and
-w_semantic = 0.25. Rule ``rrf`` (reciprocal rank fusion, Cormack et al. 2009):
+its list (per query), then ``fused = Σ_c w_c · norm_c(d)``, with w_lexical = 0.5 and
+w_semantic = 0.5. Rule ``rrf`` (reciprocal rank fusion, Cormack et al. 2009):
 
     fused(d) = Σ_c  w_c / (k + rank_c(d))      rank_c = 1-based rank of d in channel c
 
 A document absent from a channel gets nothing from it. Chosen by measurement on the
-development halves of Cranfield and LoCoMo (docs/search.md, "Fusion"). Ties: the fused
-score is rounded (ranking.SCORE_DECIMALS), then record_id ascending, as for the lexical
-channel.
+LoCoMo conversations (bench/fusion_loco.py) with Cranfield's development half as a guard
+(docs/search.md, "The conversational target"). Ties: the fused score is rounded
+(ranking.SCORE_DECIMALS), then record_id ascending, as for the lexical channel.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ NORMALIZATIONS = ("min-max", "z-score", "max")
 absent record getting the list's lowest z; ``max`` s / max (BM25F and cosine keep their
 zero). The last two were measured and rejected on conversations (docs/search.md)."""
 DEPLOYED_RULE = "convex"
-DEPLOYED_LEXICAL_WEIGHT = 0.75
+DEPLOYED_LEXICAL_WEIGHT = 0.5
 """The deployment's fusion (settings' defaults): chosen on development queries only."""
 SEMANTIC_TOP_K = 100
 """Nearest neighbours read per search (S3 Vectors' QueryVectors allows at most 100)."""

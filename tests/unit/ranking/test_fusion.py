@@ -84,7 +84,7 @@ def test_the_deployed_fusion_is_the_convex_combination_named_in_the_digest() -> 
                                   "ENGRAM_PROJECTION_TABLE_NAME": "p"})
     deployed = fusion_config(settings.search_fusion, settings.search_fusion_lexical_weight)
     assert (deployed.rule, deployed.lexical_weight, deployed.semantic_weight) == (
-        "convex", 0.75, 0.25)
+        "convex", 0.5, 0.5)
     assert deployed.profile == "hybrid-convex"
     assert deployed.as_dict()["normalization"] == "min-max per query"
     channel = ChannelReceipt("semantic", "m", "sha256:" + "1" * 64, "idx", "sha256:" + "2" * 64)
