@@ -1,19 +1,20 @@
 """Fusion of ranked channels (lexical BM25F, semantic cosine) into one order.
 
 Rule ``convex``, the deployed default: each channel's scores are min-max normalized over
-its list (per query), then ``fused = Σ_c w_c · norm_c(d)``, with w_lexical = 0.75 and
-w_semantic = 0.25. Rule ``rrf`` (reciprocal rank fusion, Cormack et al. 2009):
+its list (per query), then ``fused = Σ_c w_c · norm_c(d)``, with w_lexical = 0.5 and
+w_semantic = 0.5. Rule ``rrf`` (reciprocal rank fusion, Cormack et al. 2009):
 
     fused(d) = Σ_c  w_c / (k + rank_c(d))      rank_c = 1-based rank of d in channel c
 
 A document absent from a channel gets nothing from it. Chosen by measurement on the
-development halves of Cranfield and LoCoMo (docs/search.md, "Fusion"). Ties: the fused
-score is rounded (ranking.SCORE_DECIMALS), then record_id ascending, as for the lexical
-channel.
+LoCoMo conversations (bench/fusion_loco.py) with Cranfield's development half as a guard
+(docs/search.md, "The conversational target"). Ties: the fused score is rounded
+(ranking.SCORE_DECIMALS), then record_id ascending, as for the lexical channel.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,8 +23,13 @@ from engram_memory.domain.canonical import DigestKind, digest
 from engram_memory.domain.ranking import ScoredRecord, order
 
 RULES = ("rrf", "convex")
+NORMALIZATIONS = ("min-max", "z-score", "max")
+"""How ``convex`` puts a channel's scores on one scale (per query, over the channel's list):
+``min-max`` (s − min) / (max − min), the deployed one; ``z-score`` (s − mean) / σ, an
+absent record getting the list's lowest z; ``max`` s / max (BM25F and cosine keep their
+zero). The last two were measured and rejected on conversations (docs/search.md)."""
 DEPLOYED_RULE = "convex"
-DEPLOYED_LEXICAL_WEIGHT = 0.75
+DEPLOYED_LEXICAL_WEIGHT = 0.5
 """The deployment's fusion (settings' defaults): chosen on development queries only."""
 SEMANTIC_TOP_K = 100
 """Nearest neighbours read per search (S3 Vectors' QueryVectors allows at most 100)."""
@@ -39,10 +45,11 @@ class FusionConfig:
     semantic_weight: float = 1.0
     semantic_top_k: int = SEMANTIC_TOP_K
     version: str = "1"
+    normalization: str = "min-max"
 
     def __post_init__(self) -> None:
-        if self.rule not in RULES:
-            raise ValueError("unknown fusion rule")
+        if self.rule not in RULES or self.normalization not in NORMALIZATIONS:
+            raise ValueError("unknown fusion rule or normalization")
         if self.rrf_k < 1 or not 1 <= self.semantic_top_k <= SEMANTIC_TOP_K:
             raise ValueError("rrf_k and semantic_top_k out of range")
         if self.lexical_weight < 0 or self.semantic_weight <= 0:
@@ -58,7 +65,7 @@ class FusionConfig:
     def as_dict(self) -> dict[str, Any]:
         """The canonical description a config digest covers."""
         if self.rule == "convex":
-            return {"rule": self.rule, "normalization": "min-max per query",
+            return {"rule": self.rule, "normalization": f"{self.normalization} per query",
                     "version": self.version, "semantic_top_k": self.semantic_top_k,
                     "weights": {"lexical": self.lexical_weight,
                                 "semantic": self.semantic_weight}}
@@ -99,29 +106,44 @@ def _rrf(lists: Sequence[tuple[float, Sequence[ScoredRecord]]], k: int) -> dict[
     return scores
 
 
-def _normalized(ranked: Sequence[ScoredRecord]) -> Mapping[str, float]:
+def normalized(ranked: Sequence[ScoredRecord], method: str = "min-max"
+               ) -> tuple[Mapping[str, float], float]:
+    """Each record's normalized score over one channel's list, and what a record absent
+    from that list gets (0, or the lowest z for ``z-score``)."""
     if not ranked:
-        return {}
-    high = max(h.score for h in ranked)
-    low = min(h.score for h in ranked)
+        return {}, 0.0
+    values = [h.score for h in ranked]
+    if method == "z-score":
+        mean = sum(values) / len(values)
+        sigma = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+        if sigma == 0:
+            return {h.record_id: 0.0 for h in ranked}, 0.0
+        z = {h.record_id: (h.score - mean) / sigma for h in ranked}
+        return z, min(z.values())
+    if method == "max":
+        high = max(values)
+        return {h.record_id: h.score / high if high > 0 else 0.0 for h in ranked}, 0.0
+    high, low = max(values), min(values)
     span = high - low
-    return {h.record_id: (h.score - low) / span if span > 0 else 1.0 for h in ranked}
+    return {h.record_id: (h.score - low) / span if span > 0 else 1.0 for h in ranked}, 0.0
 
 
-def _convex(lists: Sequence[tuple[float, Sequence[ScoredRecord]]]) -> dict[str, float]:
-    scores: dict[str, float] = {}
-    for weight, ranked in lists:
-        for record_id, value in _normalized(ranked).items():
-            scores[record_id] = scores.get(record_id, 0.0) + weight * value
-    return scores
+def _convex(lists: Sequence[tuple[float, Sequence[ScoredRecord]]],
+            method: str) -> dict[str, float]:
+    channels = [(weight, *normalized(ranked, method)) for weight, ranked in lists]
+    every = {record_id for _, values, _ in channels for record_id in values}
+    return {record_id: sum(weight * values.get(record_id, absent)
+                           for weight, values, absent in channels)
+            for record_id in every}
 
 
 def fuse(lexical: Sequence[ScoredRecord], semantic: Sequence[ScoredRecord],
          config: FusionConfig) -> list[ScoredRecord]:
     """One deterministic order from the two channels' orders (each already ordered)."""
-    lists: list[tuple[float, Sequence[ScoredRecord]]] = [(config.semantic_weight, semantic)]
+    lists: list[tuple[float, Sequence[ScoredRecord]]] = [
+        (config.semantic_weight, semantic[:config.semantic_top_k])]
     if config.lexical_weight > 0:
         lists.insert(0, (config.lexical_weight, lexical))
     if config.rule == "rrf":
         return order(_rrf(lists, config.rrf_k))
-    return order(_convex(lists))
+    return order(_convex(lists, config.normalization))

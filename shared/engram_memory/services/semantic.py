@@ -11,6 +11,7 @@ model (id, dimension, file hash), the index, the text rule and the neighbours re
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,25 @@ if TYPE_CHECKING:
 
 TEXT_RULE = "primary+decision+evidence+context/v2-distinct"
 _TEXT_FIELDS = ("primary", "decision", "evidence", "context")
+QUERY_RULE = "question-without-names/v1"
+_NAME = re.compile(r"[A-Z][a-z]+(?:'s|’s)?[?,.!;:]*")
+
+
+def query_text(query: str) -> str:
+    """What the embedder reads of a query: a question (ending in ``?``) without its
+    capitalized words after the first (the names in it); any other query as it is.
+
+    Why (docs/search.md, "The conversational target"): a question about a memory names the
+    person it is about, who is usually its speaker, and a turn rarely contains its own
+    speaker's name. The model's vector of a short question is dominated by the name, so it
+    ranks the turns that address that person instead of those that answer. Names still
+    count in the lexical channel, which matches them exactly.
+    """
+    if not query.rstrip().endswith("?"):
+        return query
+    words = query.split()
+    kept = [w for i, w in enumerate(words) if i == 0 or not _NAME.fullmatch(w)]
+    return " ".join(kept) if len(kept) > 1 else query
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +81,8 @@ class SemanticChannel:
         info = self._embedder.info
         config = {"model_id": info.model_id, "dimension": info.dimension,
                   "model_version": info.version, "index": self._index.version,
-                  "text_rule": TEXT_RULE, "top_k": self._top_k, "similarity": "cosine"}
+                  "text_rule": TEXT_RULE, "query_rule": QUERY_RULE, "top_k": self._top_k,
+                  "similarity": "cosine"}
         return ChannelReceipt(channel="semantic", model=info.model_id, version=info.version,
                               index=self._index.version,
                               config_digest=digest(DigestKind.RANK_CONFIG, config))
@@ -85,7 +106,7 @@ class SemanticChannel:
     def nearest(self, scope: Scope, query: str) -> Nearest:
         """Embed the query and read the index's nearest records (the channel's round trip,
         which search runs beside its lexical reads)."""
-        [vector] = self._embedder.embed([query])
+        [vector] = self._embedder.embed([query_text(query)])
         return Nearest(vector, {h.record_id: h.similarity for h in
                                 self._index.query(scope, vector, self._top_k)})
 

@@ -84,7 +84,7 @@ def test_the_deployed_fusion_is_the_convex_combination_named_in_the_digest() -> 
                                   "ENGRAM_PROJECTION_TABLE_NAME": "p"})
     deployed = fusion_config(settings.search_fusion, settings.search_fusion_lexical_weight)
     assert (deployed.rule, deployed.lexical_weight, deployed.semantic_weight) == (
-        "convex", 0.75, 0.25)
+        "convex", 0.5, 0.5)
     assert deployed.profile == "hybrid-convex"
     assert deployed.as_dict()["normalization"] == "min-max per query"
     channel = ChannelReceipt("semantic", "m", "sha256:" + "1" * 64, "idx", "sha256:" + "2" * 64)
@@ -102,3 +102,38 @@ def test_the_convex_combination_weighs_normalized_scores() -> None:
     # a: 0.85·1 + 0 ; b: 0.85·0.6 + 0.15·0.5 ; c: 0 + 0.15·1
     assert [(h.record_id, h.score) for h in fused] == [
         ("a", 0.85), ("b", pytest.approx(0.585)), ("c", 0.15)]
+
+
+def test_z_score_normalization_centres_each_channel_and_gives_the_absent_its_lowest_z(
+        ) -> None:
+    # lexical 6, 4, 2: mean 4, σ = sqrt(8/3) = 1.632993; z = +1.224745, 0, −1.224745
+    # semantic 0.9, 0.5 (a absent): mean 0.7, σ 0.2; z(c) = +1, z(b) = −1, absent a → −1
+    lexical = [ScoredRecord("a", 6.0), ScoredRecord("b", 4.0), ScoredRecord("c", 2.0)]
+    semantic = [ScoredRecord("c", 0.9), ScoredRecord("b", 0.5)]
+    fused = fuse(lexical, semantic, FusionConfig(rule="convex", lexical_weight=0.5,
+                                                 semantic_weight=0.5,
+                                                 normalization="z-score"))
+    # a: 0.5·1.224745 + 0.5·(−1) = 0.112372; b: 0 + 0.5·(−1) = −0.5;
+    # c: 0.5·(−1.224745) + 0.5·1 = −0.112372
+    assert [(h.record_id, h.score) for h in fused] == [
+        ("a", pytest.approx(0.112372, abs=1e-6)), ("c", pytest.approx(-0.112372, abs=1e-6)),
+        ("b", -0.5)]
+
+
+def test_max_normalization_divides_by_the_channels_best_score() -> None:
+    lexical = [ScoredRecord("a", 8.0), ScoredRecord("b", 2.0)]
+    semantic = [ScoredRecord("b", 0.8), ScoredRecord("c", 0.4)]
+    fused = fuse(lexical, semantic, FusionConfig(rule="convex", lexical_weight=0.75,
+                                                 semantic_weight=0.25, normalization="max"))
+    # a: 0.75·1 = 0.75; b: 0.75·0.25 + 0.25·1 = 0.4375; c: 0.25·0.5 = 0.125
+    assert [(h.record_id, h.score) for h in fused] == [("a", 0.75), ("b", 0.4375), ("c", 0.125)]
+
+
+def test_the_normalization_is_named_in_the_config_digest() -> None:
+    minmax = FusionConfig(rule="convex", lexical_weight=0.75, semantic_weight=0.25)
+    z = FusionConfig(rule="convex", lexical_weight=0.75, semantic_weight=0.25,
+                     normalization="z-score")
+    assert z.as_dict()["normalization"] == "z-score per query"
+    assert fused_config_digest(minmax, ()) != fused_config_digest(z, ())
+    with pytest.raises(ValueError, match="normalization"):
+        FusionConfig(rule="convex", normalization="softmax")
