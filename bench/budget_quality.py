@@ -19,9 +19,11 @@ Per query (all 225): the exhaustive ranking scores every posting of every query 
 the projection. overlap@10 = |budgeted top 10 ∩ exhaustive top 10| / |exhaustive top 10|;
 nDCG@10 vs exhaustive = DCG of the budgeted top 10 with each record's exhaustive score as
 its gain, over the same for the exhaustive top 10 (a near-tie swapped costs almost nothing,
-a lost top hit its score); and the overlap if the budget's candidates (all of them, or its
-best 100 by budgeted score) were scored with every query term, which tells whether the
-loss is in the records found or in their scores. Beside them, Cranfield's own judgements:
+a lost top hit its score); the same with **score completion** as search does it
+(``domain/completion``: the best ``completion_cap`` candidates by partial score scored
+with every query term, from their own analyzed content); and the overlap if every
+candidate were completed, which tells whether the loss is in the records found or in
+their scores. Beside them, Cranfield's own judgements:
 nDCG@10 (linear gains) of both rankings, so a lost "exhaustive" hit can be seen to matter
 or not.
 """
@@ -39,9 +41,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from engram_memory.domain import impact
+from engram_memory.domain import completion, impact
 from engram_memory.domain.ranking import (
     DEFAULT_CONFIG,
+    AnalyzedDocument,
     CorpusStats,
     FieldDocument,
     Posting,
@@ -55,7 +58,6 @@ from harness import machine, table
 from ir_eval import load_cranfield, ndcg_linear_at, primary_text, titles
 
 WORD = re.compile(r"[a-z]+")
-COMPLETE_TOP = 100
 
 
 class Filler:
@@ -94,6 +96,13 @@ class Index:
 
     ordered: dict[str, list[Posting]]
     stats: CorpusStats
+    forward: dict[str, tuple[tuple[int, ...], dict[str, tuple[int, ...]]]]
+    """Per record: its lengths and its query-vocabulary frequencies (what analysis gives)."""
+
+    def analyzed(self, record_id: str) -> AnalyzedDocument:
+        """The record as search's completion analyzes it (query-vocabulary terms only)."""
+        lengths, frequencies = self.forward[record_id]
+        return AnalyzedDocument(record_id, lengths, frequencies)
 
 
 def build(documents: list[FieldDocument], query_vocabulary: set[str]) -> Index:
@@ -101,7 +110,11 @@ def build(documents: list[FieldDocument], query_vocabulary: set[str]) -> Index:
     postings, stats = build_index(documents)
     ordered = {t: impact.top_postings(postings[t], len(postings[t]))
                for t in query_vocabulary if t in postings}
-    return Index(ordered, stats)
+    forward: dict[str, tuple[tuple[int, ...], dict[str, tuple[int, ...]]]] = {}
+    for term, term_postings in ordered.items():
+        for p in term_postings:
+            forward.setdefault(p.record_id, (p.lengths, {}))[1][term] = p.tf
+    return Index(ordered, stats, forward)
 
 
 def budgeted(terms: Sequence[str], index: Index, config: RankingConfig) -> list[ScoredRecord]:
@@ -115,6 +128,21 @@ def budgeted(terms: Sequence[str], index: Index, config: RankingConfig) -> list[
     selected = {t: index.ordered.get(t, [])[:k] for t in terms}
     dfs = {t: len(index.ordered.get(t, [])) for t in terms}
     return score_postings(terms, selected, index.stats, config, dfs)
+
+
+def completed(terms: Sequence[str], index: Index, config: RankingConfig,
+              ranked: list[ScoredRecord]) -> tuple[list[ScoredRecord], int]:
+    """The budgeted ranking with search's score completion; the records it read."""
+    k = config.postings_for(len(terms))
+    selected = {t: index.ordered.get(t, [])[:k] for t in terms}
+    dfs = {t: len(index.ordered.get(t, [])) for t in terms}
+    open_ = completion.open_terms(terms, selected, k)
+    if not open_ or not ranked or config.completion_cap == 0:
+        return ranked, 0
+    chosen = completion.to_complete(ranked, config.completion_cap)
+    documents = {rid: index.analyzed(rid) for rid in completion.lacking(chosen, selected, open_)}
+    return completion.complete(terms, selected, index.stats, dfs, documents, frozenset(),
+                               config), len(chosen)
 
 
 def exhaustive(terms: Sequence[str], index: Index, config: RankingConfig) -> list[ScoredRecord]:
@@ -142,30 +170,32 @@ def ndcg_vs_reference(ranked: list[ScoredRecord], reference: list[ScoredRecord])
 def evaluate(index: Index, queries: dict[str, tuple[str, ...]], qrels: dict[str, dict[str, int]],
              config: RankingConfig, reference: dict[str, list[ScoredRecord]]) -> dict[str, Any]:
     """The budget's rankings against the exhaustive ones, over every query."""
-    overlaps, ndcgs, judged_b, judged_e, read, completed = [], [], [], [], [], []
-    completed_top: list[float] = []
+    overlaps, ndcgs, judged_b, judged_e, read, every = [], [], [], [], [], []
+    done_overlap, done_ndcg, done_judged, done_read = [], [], [], []
     for qid, terms in queries.items():
         ranked = budgeted(terms, index, config)
         overlaps.append(overlap_at_10(ranked, reference[qid]))
-        # The same candidates, each scored with every query term (what a second read of
-        # the candidates' own term lists would give): is the loss in which records are
-        # found, or in their scores?
+        # The same candidates, each scored with every query term: is the loss in which
+        # records are found, or in their scores?
         found = {h.record_id for h in ranked}
-        completed.append(overlap_at_10([h for h in reference[qid] if h.record_id in found],
-                                       reference[qid]))
-        # Only the budget's best COMPLETE_TOP candidates completed (one batch read each).
-        best = {h.record_id for h in ranked[:COMPLETE_TOP]}
-        completed_top.append(overlap_at_10([h for h in reference[qid] if h.record_id in best],
-                                           reference[qid]))
+        every.append(overlap_at_10([h for h in reference[qid] if h.record_id in found],
+                                   reference[qid]))
         ndcgs.append(ndcg_vs_reference(ranked, reference[qid]))
         gains = qrels.get(qid, {})
         judged_b.append(ndcg_linear_at([h.record_id for h in ranked], gains))
         judged_e.append(ndcg_linear_at([h.record_id for h in reference[qid]], gains))
+        done, records_read = completed(terms, index, config, ranked)
+        done_overlap.append(overlap_at_10(done, reference[qid]))
+        done_ndcg.append(ndcg_vs_reference(done, reference[qid]))
+        done_judged.append(ndcg_linear_at([h.record_id for h in done], gains))
+        done_read.append(records_read)
         k = config.postings_for(len(terms))
         read.append(sum(min(k, len(index.ordered.get(t, []))) for t in terms))
     return {"overlap": statistics.mean(overlaps), "overlap_min": min(overlaps),
-            "completed": statistics.mean(completed),
-            "completed_top": statistics.mean(completed_top),
+            "every": statistics.mean(every),
+            "done_overlap": statistics.mean(done_overlap), "done_min": min(done_overlap),
+            "done_ndcg": statistics.mean(done_ndcg), "done_judged": statistics.mean(done_judged),
+            "done_read": statistics.mean(done_read), "done_read_max": max(done_read),
             "below_1": sum(1 for o in overlaps if o < 1.0), "ndcg": statistics.mean(ndcgs),
             "judged_b": statistics.mean(judged_b), "judged_e": statistics.mean(judged_e),
             "read": statistics.mean(read), "read_max": max(read)}
@@ -178,6 +208,8 @@ def main() -> None:
     parser.add_argument("--budgets", default=str(DEFAULT_CONFIG.postings_budget))
     parser.add_argument("--per-term", default=str(DEFAULT_CONFIG.postings_per_term),
                         help="K values, comma-separated")
+    parser.add_argument("--completion-cap", default=str(DEFAULT_CONFIG.completion_cap),
+                        help="completion caps C, comma-separated (0: the budget alone)")
     parser.add_argument("--seed", type=int, default=25)
     args = parser.parse_args()
     collection = load_cranfield()
@@ -204,26 +236,32 @@ def main() -> None:
                 queries[qid], index, DEFAULT_CONFIG)
         for k in (int(v) for v in args.per_term.split(",")):
             for b in (int(v) for v in args.budgets.split(",")):
-                config = replace(DEFAULT_CONFIG, postings_per_term=k, postings_budget=b)
-                r = evaluate(index, queries, collection.qrels, config, reference)
-                rows.append([index.stats.doc_count, k, b, len(queries), f"{r['overlap']:.4f}",
-                             f"{r['overlap_min']:.2f}", r["below_1"], f"{r['ndcg']:.4f}",
-                             f"{r['completed']:.4f}", f"{r['completed_top']:.4f}",
-                             f"{r['judged_e']:.4f}", f"{r['judged_b']:.4f}",
-                             f"{r['read']:.0f} / {r['read_max']}"])
-                print(f"... {size} records, K {k}, B {b}: overlap@10 {r['overlap']:.4f}",
-                      flush=True)
+                for cap in (int(v) for v in args.completion_cap.split(",")):
+                    config = replace(DEFAULT_CONFIG, postings_per_term=k, postings_budget=b,
+                                     completion_cap=cap)
+                    r = evaluate(index, queries, collection.qrels, config, reference)
+                    rows.append([index.stats.doc_count, k, b, cap, len(queries),
+                                 f"{r['overlap']:.4f}", f"{r['ndcg']:.4f}",
+                                 f"{r['done_overlap']:.4f}", f"{r['done_min']:.2f}",
+                                 f"{r['done_ndcg']:.4f}", f"{r['every']:.4f}",
+                                 f"{r['judged_e']:.4f}", f"{r['judged_b']:.4f}",
+                                 f"{r['done_judged']:.4f}",
+                                 f"{r['read']:.0f} / {r['read_max']}",
+                                 f"{r['done_read']:.0f} / {r['done_read_max']}"])
+                    print(f"... {size} records, K {k}, B {b}, C {cap}: overlap@10 budget "
+                          f"{r['overlap']:.4f}, completed {r['done_overlap']:.4f}", flush=True)
         print(f"{size} records: built in {built_s:.0f} s; query terms' df: max {dfs[0]}, "
               f"median {dfs[len(dfs) // 2]}, above 1000: {sum(d > 1000 for d in dfs)} of "
               f"{len(dfs)}", flush=True)
     print(f"budget vs exhaustive BM25F, Cranfield planted in Zipf filler (seed "
           f"{args.seed}); {machine()}")
-    print(table(["records", "K per term", "budget B", "queries", "overlap@10",
-                 "min overlap@10", "queries < 1", "nDCG@10 vs exhaustive",
-                 "overlap@10, candidates scored completely",
-                 f"overlap@10, best {COMPLETE_TOP} candidates scored completely",
-                 "Cranfield nDCG@10 exhaustive", "Cranfield nDCG@10 budgeted",
-                 "postings read/search (mean / max)"], rows))
+    print(table(["records", "K per term", "budget B", "completion cap C", "queries",
+                 "overlap@10 budget only", "nDCG@10 vs exh. budget only",
+                 "overlap@10 completed", "min overlap@10 completed",
+                 "nDCG@10 vs exh. completed", "overlap@10 if every candidate completed",
+                 "Cranfield nDCG@10 exhaustive", "Cranfield nDCG@10 budget only",
+                 "Cranfield nDCG@10 completed", "postings read/search (mean / max)",
+                 "records completed/search (mean / max)"], rows))
 
 
 if __name__ == "__main__":

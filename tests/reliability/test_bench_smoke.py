@@ -22,7 +22,7 @@ BENCHES = {
     "ranking_quality.py": "| ranker | nDCG@10 lin | nDCG@10 exp | Recall@10 | Recall@100 |",
     "cold_start.py": "| module | import ms | × import boto3 |",
     "search_scale.py": "| records | load s | searches | p50 ms | p95 ms | p99 ms |",
-    "budget_quality.py": "| records | K per term | budget B | queries | overlap@10 |",
+    "budget_quality.py": "| records | K per term | budget B | completion cap C | queries |",
 }
 RANKERS = ("lexical: BM25F", "semantic alone", "hybrid: lexical_and_semantic",
            "bm25s BM25 + stopwords + Snowball stems", "bm25s BM25 plain",

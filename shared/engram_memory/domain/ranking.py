@@ -11,7 +11,8 @@ pseudo frequency (Robertson & Zaragoza's "simple BM25F"):
 Everything the formula needs is what the projection stores: per posting the field
 frequencies and the document's field lengths, per scope N and the sum of each field's
 lengths, per term its df (a counter kept with the postings). Search scores exactly the
-candidates of each term's best ``postings_per_term`` postings (domain/impact.py).
+candidates of each term's best ``postings_per_term`` postings (domain/impact.py), the best
+``completion_cap`` of them with every query term (domain/completion.py).
 Ties: score desc, then record_id asc.
 """
 
@@ -33,10 +34,12 @@ IMPACT_VERSION = "2"
 PROJECTION_GENERATION = f"t{TOKENIZER_VERSION}i{IMPACT_VERSION}"
 """Names the projection's key space: a new tokenizer or impact key is a new, empty index
 (rebuilt from canonical state, docs/search.md "Generations"), never mixed with the old one."""
-DEFAULT_POSTINGS_PER_TERM = 1000
+DEFAULT_POSTINGS_PER_TERM = 2000
 """K: postings read per query term, highest impact first (chosen in docs/search.md)."""
-DEFAULT_POSTINGS_BUDGET = 4000
+DEFAULT_POSTINGS_BUDGET = 8000
 """B: postings one search reads over all its terms; each term gets min(K, B / terms)."""
+DEFAULT_COMPLETION_CAP = 200
+"""C: candidates (best by partial score) completed with every query term (domain/completion.py)."""
 MIN_POSTINGS_PER_TERM = 100
 """A term always gets at least this many, however many terms share the budget."""
 
@@ -54,12 +57,15 @@ class RankingConfig:
     version: str = "1"
     postings_per_term: int = DEFAULT_POSTINGS_PER_TERM
     postings_budget: int = DEFAULT_POSTINGS_BUDGET
+    completion_cap: int = DEFAULT_COMPLETION_CAP
 
     def __post_init__(self) -> None:
         if len(self.b) != len(FIELDS) or len(self.weights) != len(FIELDS):
             raise ValueError("one b and one weight per field")
         if self.postings_per_term < 1 or self.postings_budget < 1:
             raise ValueError("postings_per_term and postings_budget must be positive")
+        if self.completion_cap < 0:
+            raise ValueError("completion_cap must not be negative")
 
     def postings_for(self, term_count: int) -> int:
         """Postings read per term for a query of ``term_count`` distinct terms.
@@ -85,7 +91,8 @@ class RankingConfig:
             "candidates": {"impact_version": IMPACT_VERSION,
                            "postings_per_term": self.postings_per_term,
                            "postings_budget": self.postings_budget,
-                           "min_postings_per_term": MIN_POSTINGS_PER_TERM},
+                           "min_postings_per_term": MIN_POSTINGS_PER_TERM,
+                           "completion_cap": self.completion_cap},
         }
 
     @property

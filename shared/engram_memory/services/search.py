@@ -30,7 +30,7 @@ from engram_memory.domain.errors import (
     Unauthorized,
 )
 from engram_memory.domain.instant import format_instant
-from engram_memory.domain.ranking import DEFAULT_CONFIG, RankingConfig, ScoredRecord, score_postings
+from engram_memory.domain.ranking import DEFAULT_CONFIG, RankingConfig, ScoredRecord
 from engram_memory.domain.tail_merge import TailDelta, merge_tail
 from engram_memory.domain.tokenizer import query_terms
 from engram_memory.services.budget import fit_prefix, fit_record, size_of
@@ -41,14 +41,14 @@ from engram_memory.services.eligibility import (
     visible_purpose,
 )
 from engram_memory.services.paging import PageCursorCodec, PageState, delivered_digest
+from engram_memory.services.score_completion import ScoreCompletion
 from engram_memory.services.search_tail import DEFAULT_TAIL_BOUND, JournalTail
 from engram_memory.services.semantic_ports import SemanticChannelError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Mapping
 
     from engram_memory.domain.context import InvocationContext, Scope
-    from engram_memory.domain.tail_merge import MergedView
     from engram_memory.services.ports import Clock
     from engram_memory.services.read_ports import ProjectionStore, RecordReader, RecordRow
     from engram_memory.services.redaction import Redactor
@@ -119,13 +119,14 @@ class SearchService:
         self._redactor = redactor
         self._config = config
         self._channels = ChannelPlanner(config, channels or ChannelSettings())
+        self._completion = ScoreCompletion(records, config)
 
     def execute(self, ctx: InvocationContext, args: SearchArgs) -> dict[str, Any]:
         """Run one search page."""
         use_semantic = self._check_policy(ctx, args)
         req_digest = request_digest(args)
         state = self._continuation(ctx, args, req_digest)
-        system_as_of, ranked, profile = self._ranking(ctx.scope, args, use_semantic)
+        system_as_of, ranked, profile, rows = self._ranking(ctx.scope, args, use_semantic)
         if state is not None and system_as_of < state.system_as_of:
             raise StalePage  # the journal went backwards (a restore): the ordering is void
         if state is not None and state.profile_digest != profile.config_digest:
@@ -134,7 +135,7 @@ class SearchService:
         offset = state.offset if state is not None else 0
         purpose = visible_purpose(ctx.purpose_ref, self._purpose_scope)
         hits = self._revalidate(ctx.scope, ranked, offset + args.limit + 1, system_as_of, now_ms,
-                                purpose)
+                                purpose, rows)
         ids = [hit[0].record_id for hit in hits]
         if state is not None and (
             len(ids) < offset or delivered_digest(ids[:offset]) != state.delivered_digest
@@ -160,37 +161,39 @@ class SearchService:
         return state
 
     def _ranking(self, scope: Scope, args: SearchArgs, use_semantic: bool
-                 ) -> tuple[int, list[ScoredRecord], RankingProfile]:
-        """The pinned head, the ranking and the profile it was made with (fused when the
-        semantic channel is used; it reads the same journal tail as the lexical one)."""
+                 ) -> tuple[int, list[ScoredRecord], RankingProfile, dict[str, RecordRow]]:
+        """The pinned head, the ranking, the profile it was made with (fused when the
+        semantic channel is used; it reads the same journal tail as the lexical one) and the
+        record rows score completion read (revalidation does not read them again)."""
         channel = self._channels.semantic if use_semantic else None
         # The query embedding and the vector index read run beside the lexical reads (one
         # round trip for both channels); only the journal tail's correction waits for them.
         nearest = (in_background(partial(channel.nearest, scope, args.query))
                    if channel is not None else None)
-        head, lexical, delta = self._rank(scope, args.query, use_semantic)
+        head, lexical, delta, rows = self._rank(scope, args.query, use_semantic)
         if channel is None or nearest is None:
-            return head, lexical, self._channels.lexical_profile
+            return head, lexical, self._channels.lexical_profile, rows
         try:
             semantic = channel.with_tail(nearest.result(), semantic_tail(delta))
             profile = self._channels.fused_profile()
         except SemanticChannelError:
             if args.capability_policy.minimum_channels == "lexical_and_semantic":
                 raise RankingUnavailable from None  # required: never a lexical fallback
-            return head, lexical, self._channels.lexical_profile
-        return head, self._channels.fuse(lexical, semantic), profile
+            return head, lexical, self._channels.lexical_profile, rows
+        return head, self._channels.fuse(lexical, semantic), profile, rows
 
-    def _rank(self, scope: Scope, query: str,
-              with_tail: bool) -> tuple[int, list[ScoredRecord], TailDelta]:
-        """The pinned head, the lexical ranking at it (projection + journal tail), and the
-        tail itself (read even without query terms when ``with_tail``: semantic needs it)."""
+    def _rank(self, scope: Scope, query: str, with_tail: bool
+              ) -> tuple[int, list[ScoredRecord], TailDelta, dict[str, RecordRow]]:
+        """The pinned head, the lexical ranking at it (projection + journal tail, its best
+        candidates' scores completed), the tail itself (read even without query terms when
+        ``with_tail``: semantic needs it) and the record rows completion read."""
         terms = query_terms(query)
         if not terms:
             head = self._records.head_cursor(scope)
             if not with_tail:
-                return head, [], TailDelta()
+                return head, [], TailDelta(), {}
             mark = self._projection.search_stats(scope, []).watermark
-            return head, [], self._tail.delta(scope, mark, head)
+            return head, [], self._tail.delta(scope, mark, head), {}
         # One round trip for all three: the head, the stats with the watermark, the postings.
         head_future = in_background(lambda: self._records.head_cursor(scope))
         stats_future = in_background(lambda: self._projection.search_stats(scope, terms))
@@ -200,25 +203,27 @@ class SearchService:
         postings = self._projection.postings_for_terms(scope, terms, k)
         head, stats = head_future.result(), stats_future.result()
         delta = self._tail.delta(scope, stats.watermark, head)
-        return head, self._candidates(terms, merge_tail(terms, postings, stats.corpus,
-                                                        stats.dfs, delta, k)), delta
-
-    def _candidates(self, terms: Sequence[str], lexical: MergedView) -> list[ScoredRecord]:
-        """The ranked candidate set: one lexical channel today (a semantic one plugs in here)."""
-        if not any(lexical.postings.values()):
-            return []
-        return score_postings(terms, lexical.postings, lexical.stats, self._config, lexical.dfs)
+        view = merge_tail(terms, postings, stats.corpus, stats.dfs, delta, k)
+        if not any(view.postings.values()):
+            return head, [], delta, {}
+        # The best candidates' scores completed with every query term (one more round
+        # trip, only when a term's read stopped at its share: docs/search.md).
+        ranked, rows = self._completion.rank(scope, terms, view, postings, k)
+        return head, ranked, delta, rows
 
     def _revalidate(self, scope: Scope, ranked: list[ScoredRecord], need: int,
-                    system_as_of: int, now_ms: int, purpose: str | None) -> list[Hit]:
-        """Eligible hits in rank order, at most ``need``, read in consistent batches."""
+                    system_as_of: int, now_ms: int, purpose: str | None,
+                    known: Mapping[str, RecordRow]) -> list[Hit]:
+        """Eligible hits in rank order, at most ``need``, read in consistent batches
+        (``known``: rows this search already read consistently, after pinning its head)."""
         hits: list[Hit] = []
         position = 0
         while position < len(ranked) and len(hits) < need:
             size = min(_BATCH, need - len(hits)) if position == 0 else _BATCH
             batch = ranked[position:position + size]
             position += len(batch)
-            rows = self._records.get_records(scope, [hit.record_id for hit in batch])
+            unread = [hit.record_id for hit in batch if hit.record_id not in known]
+            rows = {**self._records.get_records(scope, unread), **known} if unread else known
             for scored in batch:
                 row = rows.get(scored.record_id)
                 if row is not None and is_eligible(

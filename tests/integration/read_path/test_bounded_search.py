@@ -8,6 +8,7 @@ from typing import Any
 
 from engram_memory import bootstrap
 from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore
+from engram_memory.composition import search as composition_search
 from engram_memory.domain.context import Scope
 from engram_memory.domain.impact import rank_top_k
 from engram_memory.domain.ranking import (
@@ -141,3 +142,78 @@ def test_a_partly_applied_posting_write_completes_without_counting_twice(
     assert set(counters.values()) == {1}
     _, dfs = store.term_stats(scope, ["word1", "word59", "absent"])
     assert dfs == {"word1": 1, "word59": 1, "absent": 0}
+
+
+# Query "alpha beta" with 2 postings read per term. TARGET holds both terms, but it is
+# among the best 2 postings of "alpha" only; its "beta" posting ranks below both BETA ones.
+ALPHA_TOP = "alpha alpha alpha one"
+TARGET = "alpha alpha beta"
+ALPHA_LOW = "alpha filler filler filler filler filler filler"
+BETA = ["beta beta beta two", "beta beta beta three"]
+
+
+def _completion_config(monkeypatch: Any, read_path: ReadPath, cap: int) -> RankingConfig:
+    config = RankingConfig(postings_per_term=2, completion_cap=cap)
+    monkeypatch.setattr(composition_search, "ranking_config", lambda _settings: config)
+    read_path.rewire()
+    return config
+
+
+def _record_keys_read(read_path: ReadPath) -> list[str]:
+    """Record item keys (main table) each BatchGetItem of the search client asks for."""
+    table = read_path.aws.settings.table_name
+    keys: list[str] = []
+
+    def before(params: dict[str, Any], **_: Any) -> None:
+        keys.extend(k["sk"]["S"] for k in params["RequestItems"].get(table, {}).get("Keys", [])
+                    if k["sk"]["S"].startswith("REC#"))
+
+    bootstrap.dynamodb_client().meta.events.register(
+        "before-parameter-build.dynamodb.BatchGetItem", before)
+    return keys
+
+
+def test_a_record_found_through_one_term_is_ranked_by_its_exact_score(
+    read_path: ReadPath, monkeypatch: Any,
+) -> None:
+    texts = [ALPHA_TOP, TARGET, ALPHA_LOW, *BETA]
+    record_ids = [read_path.admit(text) for text in texts]
+    read_path.project()
+    target = record_ids[1]
+    config = _completion_config(monkeypatch, read_path, cap=200)
+    docs = [FieldDocument(rid, read_path_fields(read_path, rid)) for rid in record_ids]
+    exhaustive = rank_documents("alpha beta", docs)
+    budget_only = rank_top_k("alpha beta", docs, config)
+    # The setting: exhaustive BM25F ranks the target first; the budget's postings alone do not.
+    assert exhaustive[0].record_id == target
+    assert budget_only[0].record_id != target
+
+    packets = read_path.search("alpha beta", limit=10)["output"]["value"]["records"]
+
+    # Every candidate (ALPHA_LOW is not one: outside alpha's best 2) with its exact score,
+    # in the exhaustive order.
+    candidates = {hit.record_id for hit in budget_only}
+    assert [(p["record"]["record_id"], p["score"]) for p in packets] == [
+        (hit.record_id, hit.score) for hit in exhaustive if hit.record_id in candidates]
+
+
+def test_completion_reads_at_most_its_cap_of_records_and_the_rest_keep_partial_scores(
+    read_path: ReadPath, monkeypatch: Any,
+) -> None:
+    texts = [ALPHA_TOP, TARGET, ALPHA_LOW, *BETA]
+    record_ids = [read_path.admit(text) for text in texts]
+    read_path.project()
+    target = record_ids[1]
+    config = _completion_config(monkeypatch, read_path, cap=1)
+    docs = [FieldDocument(rid, read_path_fields(read_path, rid)) for rid in record_ids]
+    budget_only = rank_top_k("alpha beta", docs, config)
+    keys = _record_keys_read(read_path)
+
+    packets = read_path.search("alpha beta", limit=1)["output"]["value"]["records"]
+
+    # One record completed (the best by partial score, already exact), none other: the
+    # target keeps its partial score and the page is the budget's own top.
+    assert [p["record"]["record_id"] for p in packets] == [budget_only[0].record_id]
+    assert target != budget_only[0].record_id
+    # Completion read 1 record; revalidation read only the page (+1) it had not read yet.
+    assert len(keys) <= config.completion_cap + 2

@@ -1,0 +1,77 @@
+"""Complete the scores of a budgeted search's best candidates from canonical state.
+
+The pure rules are domain/completion.py. Here: the best ``completion_cap`` candidates by
+partial score are read from the main table (consistent BatchGetItem, 100 ids each, all
+batches at once: one round trip), the ones lacking a posting under an open term are
+analyzed from their content as the projector analyzes it, and the ranking is scored
+again. The rows read are handed to revalidation, which reads only the records it still
+lacks. Nothing is read when no term is open (the scores are already exact).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING
+
+from engram_memory.concurrency import in_background
+from engram_memory.domain.completion import complete, lacking, open_terms, to_complete
+from engram_memory.domain.ranking import analyze, score_postings
+from engram_memory.domain.search_fields import record_document
+from engram_memory.services.read_ports import ACCEPTED_CURRENT
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from engram_memory.domain.context import Scope
+    from engram_memory.domain.ranking import AnalyzedDocument, Posting, RankingConfig, ScoredRecord
+    from engram_memory.domain.tail_merge import MergedView
+    from engram_memory.services.read_ports import RecordReader, RecordRow
+
+_READ_BATCH = 100
+"""Ids per BatchGetItem (DynamoDB's maximum)."""
+COMPLETION_READERS = 8
+"""Batch reads in flight at once (a cap of 800 candidates in one round trip)."""
+
+
+class ScoreCompletion:
+    """Ranks the merged view of a search, its best candidates with exact scores."""
+
+    def __init__(self, records: RecordReader, config: RankingConfig) -> None:
+        self._records = records
+        self._config = config
+
+    def rank(self, scope: Scope, terms: Sequence[str], view: MergedView,
+             read: Mapping[str, Sequence[Posting]], limit: int
+             ) -> tuple[list[ScoredRecord], dict[str, RecordRow]]:
+        """The ranking and the record rows read to complete it.
+
+        ``read`` is what the projection returned for each term with ``limit`` postings
+        asked (before the journal tail was merged): a term is open when either list is full.
+        """
+        ranked = score_postings(terms, view.postings, view.stats, self._config, view.dfs)
+        open_ = open_terms(terms, read, limit) | open_terms(terms, view.postings, limit)
+        if not open_ or not ranked or self._config.completion_cap == 0:
+            return ranked, {}
+        chosen = to_complete(ranked, self._config.completion_cap)
+        rows = self._read(scope, chosen)
+        documents: dict[str, AnalyzedDocument] = {}
+        dropped: set[str] = set()
+        for record_id in lacking(chosen, view.postings, open_):
+            row = rows.get(record_id)
+            if row is None or row.state != ACCEPTED_CURRENT or row.record is None:
+                dropped.add(record_id)  # revalidation would drop it: no score to complete
+                continue
+            documents[record_id] = analyze(record_document(record_id, row.record))
+        if not documents and not dropped:
+            return ranked, rows
+        return complete(terms, view.postings, view.stats, view.dfs, documents,
+                        frozenset(dropped), self._config), rows
+
+    def _read(self, scope: Scope, record_ids: list[str]) -> dict[str, RecordRow]:
+        chunks = [record_ids[i:i + _READ_BATCH] for i in range(0, len(record_ids), _READ_BATCH)]
+        futures = [in_background(partial(self._records.get_records, scope, chunk),
+                                 width=COMPLETION_READERS) for chunk in chunks]
+        rows: dict[str, RecordRow] = {}
+        for future in futures:
+            rows.update(future.result())
+        return rows
