@@ -230,7 +230,11 @@ def run_adjudication(event: object, resolve: Callable[[], Adjudicator],
     audit_id = _adjudication_audit_id(event)
     try:
         envelope = _adjudicate(event, resolve, serves, maintainer)
-        metrics.add_metric(name="adjudication.ok", unit=MetricUnit.Count, value=1)
+        # A reviewer reading a held candidate decided nothing: counted apart from decisions.
+        if _is_inspection(event):
+            metrics.add_metric(name="adjudication.inspect", unit=MetricUnit.Count, value=1)
+        else:
+            metrics.add_metric(name="adjudication.ok", unit=MetricUnit.Count, value=1)
         return envelope
     except EngramError as exc:
         logger.info("adjudication refused", extra={"error_code": exc.code})
