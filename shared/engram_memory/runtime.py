@@ -52,7 +52,11 @@ from engram_memory.domain.errors import (
     InvalidSchema,
     Unauthorized,
 )
-from engram_memory.metrics_namespace import METRICS_NAMESPACE, capture_cold_starts
+from engram_memory.metrics_namespace import (
+    METRICS_NAMESPACE,
+    capture_cold_starts,
+    discarded_when_disabled,
+)
 from engram_memory.settings import Settings
 from engram_memory.tracing import tracer_for
 
@@ -275,7 +279,8 @@ def lambda_entry(handler: LambdaHandler) -> LambdaHandler:
     handler = _within_lambda_time(handler)
     traced = tracer.capture_lambda_handler(capture_response=False, capture_error=False)
     entry: LambdaHandler = logger.inject_lambda_context(log_event=False, clear_state=True)(
-        traced(metrics.log_metrics(handler, capture_cold_start_metric=capture_cold_starts())))
+        traced(discarded_when_disabled(metrics)(
+            metrics.log_metrics(handler, capture_cold_start_metric=capture_cold_starts()))))
     return entry
 
 
