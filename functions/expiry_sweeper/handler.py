@@ -19,7 +19,11 @@ from engram_memory import bootstrap, invocation_time
 from engram_memory.composition import expiry
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import EngramError, StoreUnavailable
-from engram_memory.metrics_namespace import METRICS_NAMESPACE, capture_cold_starts
+from engram_memory.metrics_namespace import (
+    METRICS_NAMESPACE,
+    capture_cold_starts,
+    discarded_when_disabled,
+)
 from engram_memory.services.expiry import SweepBudget
 from engram_memory.tracing import tracer_for
 
@@ -52,6 +56,7 @@ def _count(name: str, value: int) -> None:
 
 @logger.inject_lambda_context(log_event=False, clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
+@discarded_when_disabled(metrics)
 @metrics.log_metrics(capture_cold_start_metric=capture_cold_starts())
 def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Sweep every workspace of the tenant; the run's counts."""

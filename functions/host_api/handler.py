@@ -16,7 +16,7 @@ from engram_memory import bootstrap
 from engram_memory.composition import host_api
 from engram_memory.gate.host_api import metrics
 from engram_memory.mcp.http_guard import event_refusal, security_for_event
-from engram_memory.metrics_namespace import capture_cold_starts
+from engram_memory.metrics_namespace import capture_cold_starts, discarded_when_disabled
 from engram_memory.tracing import tracer_for
 
 logger = Logger(service="engram-host-api")
@@ -26,6 +26,7 @@ tracer = tracer_for("engram-host-api")
 @logger.inject_lambda_context(log_event=False, clear_state=True)
 # Responses carry admission outcomes and confirmation details: never into a trace.
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
+@discarded_when_disabled(metrics)
 @metrics.log_metrics(capture_cold_start_metric=capture_cold_starts())
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """One HTTP API v2 event → one v2 response (Host/Origin checked first)."""

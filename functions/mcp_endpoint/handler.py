@@ -18,7 +18,11 @@ from engram_memory.composition import endpoint
 from engram_memory.mcp.apigw import call_asgi, public_base_url
 from engram_memory.mcp.http_guard import security_for_event
 from engram_memory.mcp.server import MCP_PATH, build_app, session_manager
-from engram_memory.metrics_namespace import METRICS_NAMESPACE, capture_cold_starts
+from engram_memory.metrics_namespace import (
+    METRICS_NAMESPACE,
+    capture_cold_starts,
+    discarded_when_disabled,
+)
 from engram_memory.tracing import tracer_for
 
 logger = Logger(service="engram-mcp-endpoint")
@@ -43,6 +47,7 @@ async def _handle(event: dict[str, Any]) -> dict[str, Any]:
 
 @logger.inject_lambda_context(clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
+@discarded_when_disabled(metrics)
 @metrics.log_metrics(capture_cold_start_metric=capture_cold_starts())
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     """Serve one MCP HTTP request (both protocol eras) or the RFC 9728 metadata."""

@@ -31,7 +31,11 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from engram_memory.composition import projection
 from engram_memory.domain.errors import EngramError, StoreUnavailable
-from engram_memory.metrics_namespace import METRICS_NAMESPACE, capture_cold_starts
+from engram_memory.metrics_namespace import (
+    METRICS_NAMESPACE,
+    capture_cold_starts,
+    discarded_when_disabled,
+)
 from engram_memory.services.projection import (
     StreamBatch,
     event_key,
@@ -114,6 +118,7 @@ def record_handler(record: DynamoDBRecord) -> None:
 
 @logger.inject_lambda_context(log_event=False, clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False)
+@discarded_when_disabled(metrics)
 @metrics.log_metrics(capture_cold_start_metric=capture_cold_starts())
 def lambda_handler(event: dict[str, Any], context: LambdaContext
                    ) -> PartialItemFailureResponse:

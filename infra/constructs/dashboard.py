@@ -150,11 +150,14 @@ class OperatorDashboard(Construct):
         decided = [self._custom(f"confirmation.{what}", HOST_API_SERVICE)
                    for what in HOST_DECISIONS]
         refused = self._custom("error.gate_failed", TOOL_SERVICE_NAME)
+        # A reviewer reading a held candidate's content: a read, not a decision.
+        reviewed = self._custom("adjudication.inspect", TOOL_SERVICE_NAME)
         workflow = [machine.metric_failed(period=_PERIOD, statistic="Sum",
                                           label="workflow executions failed"),
                     machine.metric_timed_out(period=_PERIOD, statistic="Sum",
                                              label="workflow executions timed out")]
-        return self._graph("Gate: requests, decisions, refusals", [*decided, refused, *workflow])
+        return self._graph("Gate: requests, decisions, reviews, refusals",
+                           [*decided, reviewed, refused, *workflow])
 
     def _cold_starts(self) -> cloudwatch.GraphWidget:
         starts = [self._custom("ColdStart", service_name(name),

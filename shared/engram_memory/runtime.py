@@ -52,7 +52,11 @@ from engram_memory.domain.errors import (
     InvalidSchema,
     Unauthorized,
 )
-from engram_memory.metrics_namespace import METRICS_NAMESPACE, capture_cold_starts
+from engram_memory.metrics_namespace import (
+    METRICS_NAMESPACE,
+    capture_cold_starts,
+    discarded_when_disabled,
+)
 from engram_memory.settings import Settings
 from engram_memory.tracing import tracer_for
 
@@ -230,7 +234,11 @@ def run_adjudication(event: object, resolve: Callable[[], Adjudicator],
     audit_id = _adjudication_audit_id(event)
     try:
         envelope = _adjudicate(event, resolve, serves, maintainer)
-        metrics.add_metric(name="adjudication.ok", unit=MetricUnit.Count, value=1)
+        # A reviewer reading a held candidate decided nothing: counted apart from decisions.
+        if _is_inspection(event):
+            metrics.add_metric(name="adjudication.inspect", unit=MetricUnit.Count, value=1)
+        else:
+            metrics.add_metric(name="adjudication.ok", unit=MetricUnit.Count, value=1)
         return envelope
     except EngramError as exc:
         logger.info("adjudication refused", extra={"error_code": exc.code})
@@ -271,7 +279,8 @@ def lambda_entry(handler: LambdaHandler) -> LambdaHandler:
     handler = _within_lambda_time(handler)
     traced = tracer.capture_lambda_handler(capture_response=False, capture_error=False)
     entry: LambdaHandler = logger.inject_lambda_context(log_event=False, clear_state=True)(
-        traced(metrics.log_metrics(handler, capture_cold_start_metric=capture_cold_starts())))
+        traced(discarded_when_disabled(metrics)(
+            metrics.log_metrics(handler, capture_cold_start_metric=capture_cold_starts()))))
     return entry
 
 

@@ -136,6 +136,8 @@ def test_the_code_publishes_what_the_dashboard_groups_by() -> None:
         assert tools.publishes(f"{tool.value}.ok", {"service"})
     for code in CATALOG:
         assert tools.publishes(f"error.{code}", {"service"})
+    for adjudication in ("adjudication.ok", "adjudication.inspect"):
+        assert tools.publishes(adjudication, {"service"})
     host = published[(METRICS_NAMESPACE, "engram-host-api")]
     for decision in ("requested", "approve", "reject"):
         assert host.publishes(f"confirmation.{decision}", {"service"})
@@ -158,6 +160,7 @@ def test_the_dashboard_covers_every_function_tool_and_error_code(
     names = {name for namespace, name, _ in rows if namespace == METRICS_NAMESPACE}
     assert {f"{tool.value}.ok" for tool in Tool} <= names
     assert {f"error.{code}" for code in CATALOG} <= names
+    assert {"adjudication.ok", "adjudication.inspect"} <= names
     cold = {functions[d["function_name"]] for _, name, d in rows if name == COLD_START}
     assert cold == set(FUNCTIONS)
     aws = {(namespace, name) for namespace, name, _ in rows}

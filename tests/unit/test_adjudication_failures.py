@@ -1,6 +1,6 @@
 """An adjudication that fails unexpectedly: a decision's outcome is unknown, an
 inspection's is not (it writes nothing, so the reviewer must not be told it may have
-decided something)."""
+decided something); and a successful inspection is not counted as a decision."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from engram_memory.domain.context import Scope
-from engram_memory.runtime import run_adjudication
+from engram_memory.runtime import metrics, run_adjudication
 
 TENANT = "tenant-a"
 
@@ -41,3 +41,27 @@ def test_an_unexpected_failure_names_an_unknown_outcome_only_for_a_decision(
     assert envelope["ok"] is False
     assert envelope["error"]["code"] == code
     assert "boom" not in str(envelope)
+
+
+class _Answering:
+    """The adjudicator answers: a decision's outcome, or an inspection's payload."""
+
+    def __call__(self, scope: Scope, candidate_id: str, decision: str,
+                 approver: str) -> dict[str, Any]:
+        return {"candidate_id": candidate_id, "decision": decision}
+
+
+@pytest.mark.parametrize(("decision", "counted"), [
+    ("accept", "adjudication.ok"),
+    ("reject", "adjudication.ok"),
+    ("inspect", "adjudication.inspect"),
+])
+def test_an_inspection_is_not_counted_as_a_decision(decision: str, counted: str) -> None:
+    metrics.clear_metrics()
+    try:
+        envelope = run_adjudication(_event(decision), _Answering, lambda scope: True,
+                                    lambda token: TENANT)
+        assert envelope["ok"] is True
+        assert set(metrics.metric_set) == {counted}
+    finally:
+        metrics.clear_metrics()

@@ -21,7 +21,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -54,7 +54,12 @@ from engram_memory.host_token import (
 )
 from engram_memory.metrics_namespace import METRICS_NAMESPACE
 from engram_memory.services.confirmation import ConfirmationService, Decision
-from engram_memory.services.waiting import WaitingCandidate, WaitingConfirmation, WaitingList
+from engram_memory.services.waiting import (
+    WaitingCandidate,
+    WaitingConfirmation,
+    WaitingList,
+    WaitingPage,
+)
 
 logger = logging.getLogger(__name__)
 # The gate's outcomes as the host sees them (the operator dashboard plots them); flushed by
@@ -62,6 +67,7 @@ logger = logging.getLogger(__name__)
 SERVICE_NAME = "engram-host-api"
 metrics = Metrics(service=SERVICE_NAME, namespace=METRICS_NAMESPACE)
 
+T = TypeVar("T")
 Adjudicate = Callable[[Scope, str, str, str, str], Mapping[str, Any]]
 """``(scope, candidate_id, decision, approver, maintainer token) -> outcome`` (admission)."""
 
@@ -227,26 +233,25 @@ class HostApi:
 
     def _pending_confirmations(self, request: _Request, _: MaintainerIdentity,
                                __: str) -> dict[str, Any]:
-        query = _list_query(request, state_required=True)
-        try:
-            page = self._waiting.confirmations(self._scope(query.workspace_id), query.limit,
-                                               query.cursor)
-        except InvalidSchema:
-            raise _Refusal(400, _BAD_REQUEST) from None
-        listed = ConfirmationPage(items=[_confirmation_view(c) for c in page.items],
-                                  nextCursor=page.next_cursor)
-        return _response(200, listed.model_dump(exclude_none=True))
+        return self._listed(request, self._waiting.confirmations, _confirmation_view,
+                            ConfirmationPage, state_required=True)
 
     def _held_candidates(self, request: _Request, _: MaintainerIdentity,
                          __: str) -> dict[str, Any]:
-        query = _list_query(request, state_required=False)
+        return self._listed(request, self._waiting.adjudications, _candidate_view,
+                            AdjudicationPage, state_required=False)
+
+    def _listed(self, request: _Request, read: Callable[[Scope, int, str | None], WaitingPage[T]],
+                view: Callable[[T], BaseModel], page: type[ConfirmationPage | AdjudicationPage],
+                *, state_required: bool) -> dict[str, Any]:
+        """One page of a waiting list, read with ``read`` and shown item by item by ``view``."""
+        query = _list_query(request, state_required=state_required)
         try:
-            page = self._waiting.adjudications(self._scope(query.workspace_id), query.limit,
-                                               query.cursor)
+            found = read(self._scope(query.workspace_id), query.limit, query.cursor)
         except InvalidSchema:
             raise _Refusal(400, _BAD_REQUEST) from None
-        listed = AdjudicationPage(items=[_candidate_view(c) for c in page.items],
-                                  nextCursor=page.next_cursor)
+        listed = page.model_validate({"items": [view(item) for item in found.items],
+                                      "nextCursor": found.next_cursor})
         return _response(200, listed.model_dump(exclude_none=True))
 
     def _held_candidate(self, request: _Request, who: MaintainerIdentity,

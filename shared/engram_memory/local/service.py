@@ -86,6 +86,8 @@ class RunningService:
     stop_event: threading.Event
     threads: list[threading.Thread]
     sock: socket.socket
+    configured_origins: tuple[str, ...] = ()
+    """``ENGRAM_ALLOWED_ORIGINS`` as configured, before this service added its own."""
 
     @property
     def base_url(self) -> str:
@@ -116,6 +118,7 @@ class RunningService:
             state.save_snapshot(self.home, self.settings)
         self.moto.stop()
         self.sock.close()
+        _restore_origins(self.configured_origins)
         _reset_wiring()
 
 
@@ -228,6 +231,20 @@ def own_origins(host: str, port: int) -> list[str]:
     return [f"http://{name}" for name in _allowed_hosts(host, port, ())]
 
 
+def _configured_origins() -> tuple[str, ...]:
+    """``ENGRAM_ALLOWED_ORIGINS`` as configured (a stopped service put it back as it was)."""
+    return tuple(o.strip() for o in os.environ.get(env_names.ALLOWED_ORIGINS, "").split(",")
+                 if o.strip())
+
+
+def _restore_origins(configured: tuple[str, ...]) -> None:
+    """Put ``ENGRAM_ALLOWED_ORIGINS`` back as configured (unset when nothing was)."""
+    if configured:
+        os.environ[env_names.ALLOWED_ORIGINS] = ",".join(configured)
+    else:
+        os.environ.pop(env_names.ALLOWED_ORIGINS, None)
+
+
 def resource_url(host: str, port: int, configured: str = "") -> str:
     """The RFC 9728 ``resource``: ``ENGRAM_RESOURCE_URL``, else this listener's ``/mcp``."""
     named = f"[{host}]" if ":" in host else host
@@ -254,10 +271,11 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     sock = bind_listener(config.host, config.port)
     port = int(sock.getsockname()[1])
     # The port is known only now: allow the page's own origins (the host_api handler reads
-    # them from the environment, so its per-container settings are rebuilt).
-    configured = os.environ.get(env_names.ALLOWED_ORIGINS, "")
+    # them from the environment, so its per-container settings are rebuilt), beside the
+    # configured ones only: stop() puts the variable back, so no predecessor's remain.
+    configured = _configured_origins()
     os.environ[env_names.ALLOWED_ORIGINS] = ",".join(
-        [*own_origins(config.host, port), *([configured] if configured else [])])
+        dict.fromkeys([*own_origins(config.host, port), *configured]))
     _reset_wiring()
     settings = Settings.from_env()
     stop_event = threading.Event()
@@ -268,7 +286,7 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
                                 header_timeout_s=config.header_timeout_s)
     server = uvicorn.Server(uv_config)
     service = RunningService(config, home, identity, settings, moto, port, server, stop_event,
-                             threads, sock)
+                             threads, sock, configured)
     state.write_endpoint(home, service.mcp_url)
     if background:
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},

@@ -112,11 +112,12 @@ class AdmissionService(PipelineService):
         return self._pipeline.run(call, lambda: _Admission(self, call, candidate_id, decision))
 
     def inspect(self, scope: Scope, candidate_id: str) -> dict[str, Any]:
-        """Host review: a pending candidate's payload, decrypted in memory for the person
-        who adjudicates it. Nothing is written, logged or kept; NOT_FOUND unless pending."""
+        """Host review: a held candidate's payload, decrypted in memory for the person who
+        adjudicates it. Nothing is written, logged or kept; NOT_FOUND unless held (a
+        candidate no admission has held is the agent's, not yet the host's to read)."""
         first = self._store.read_together(scope, ReadRequest(
             candidate_id=candidate_id, wrapped_key_of=candidate_id, chunks=(candidate_id, 1)))
-        candidate = _pending(first.candidate)
+        candidate = _held(first.candidate)
         request, _ = self._open(scope, candidate, first)
         return {"candidate_id": candidate_id, "payload": dict(request.payload)}
 
@@ -216,6 +217,14 @@ def _pending(candidate: CandidateEntry | None) -> CandidateEntry:
     if candidate is None or candidate.state != State.PENDING.value:
         raise NotFound
     return candidate
+
+
+def _held(candidate: CandidateEntry | None) -> CandidateEntry:
+    """The candidate, if it is held for adjudication (else NOT_FOUND, as for an unknown id)."""
+    found = _pending(candidate)
+    if not found.held:
+        raise NotFound
+    return found
 
 
 class _Admission:

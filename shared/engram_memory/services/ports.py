@@ -218,6 +218,9 @@ class CandidateEntry:
     policy_id: str
     policy_version: str
     captured_at_ms: int
+    held: bool = False
+    """Pending and held for the host's adjudication (``pending_adjudication``: the admission
+    policy left it to a human); a candidate no admission has looked at yet is not held."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,6 +288,11 @@ class MoveCandidate:
     blob_chunks: int
     decision_receipt: Mapping[str, Any] | None = None
     record_id: str | None = None
+
+    @property
+    def is_hold(self) -> bool:
+        """A hold: the candidate stays pending, now waiting for the host's adjudication."""
+        return self.to_state == self.from_state
 
 
 @dataclass(frozen=True, slots=True)

@@ -186,6 +186,20 @@ def test_a_held_candidate_is_listed_until_the_host_adjudicates_it(
     assert secret_text not in caplog.text
 
 
+def test_a_pending_candidate_not_held_is_not_readable_through_the_review_route(
+        gate_env: GateEnv) -> None:
+    # Captured, never held by an admission: the agent's candidate, not the host's to read.
+    secret_text = f"Pending fact nobody held {secrets.token_hex(8)}."
+    candidate = str(capture(text=secret_text,
+                            key=f"capture-key-{secrets.token_hex(8)}")["candidate_id"])
+    token, query = gate_env.maintainer_token(), {"workspace_id": WORKSPACE_ID}
+    missing = host_call("GET", f"{HELD}/cand_{'z' * 52}", token, query=query)
+    pending = host_call("GET", f"{HELD}/{candidate}", token, query=query)
+    assert pending == missing
+    assert pending[0] == 404
+    assert secret_text not in str(pending)
+
+
 def test_a_held_listing_refuses_a_confirmation_cursor(gate_env: GateEnv) -> None:
     token, workspace = gate_env.maintainer_token(), _workspace()
     for _ in range(2):

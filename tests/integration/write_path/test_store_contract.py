@@ -142,6 +142,24 @@ def test_lost_races_are_reported_by_kind_and_change_nothing(adapter: Adapter) ->
     assert _everything(store) == before
 
 
+def test_a_hold_marks_the_candidate_held_until_it_leaves_pending(adapter: Adapter) -> None:
+    store = adapter.store
+    store.commit(_plan(JournalHead(), "k1", _put()))
+    assert _candidate(store).held is False  # captured: not yet held for the host
+    hold = MoveCandidate(candidate_id=CAND, from_state="pending", to_state="pending",
+                         shred=False, blob_chunks=1)
+    store.commit(_plan(store.journal_head(SCOPE), "k2", hold))
+    assert (_candidate(store).state, _candidate(store).held) == ("pending", True)
+    store.commit(_plan(store.journal_head(SCOPE), "k3", _move("pending")))
+    assert (_candidate(store).state, _candidate(store).held) == ("withdrawn", False)
+
+
+def _candidate(store: MemoryStore) -> CandidateEntry:
+    found = store.get_candidate(SCOPE, CAND)
+    assert found is not None
+    return found
+
+
 def test_an_approval_is_consumed_by_exactly_one_commit_of_its_call(adapter: Adapter) -> None:
     store = adapter.store
     store.commit(_plan(JournalHead(), "k1", _put()))

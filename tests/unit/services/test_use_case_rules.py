@@ -154,3 +154,18 @@ def test_a_rejected_candidate_is_shredded_and_a_held_one_keeps_its_material() ->
     assert held.admit(cand)["status"] == "pending_adjudication"
     assert (SCOPE, cand) in held.tables.wrapped_keys
     assert held.tables.candidates[(SCOPE, cand)].state == "pending"
+
+
+def test_only_a_candidate_held_for_adjudication_can_be_inspected() -> None:
+    world = MemoryWorld(mode="adjudicate")
+    service = world.services[Tool.REQUEST_ADMISSION]
+    cand = world.capture(TEXT)
+    with pytest.raises(NotFound):  # pending, but no admission held it for the host
+        service.inspect(SCOPE, cand)
+    assert world.admit(cand)["status"] == "pending_adjudication"
+    shown = service.inspect(SCOPE, cand)
+    assert shown["candidate_id"] == cand
+    assert TEXT in [c["text"] for c in shown["payload"]["components"]]
+    service.adjudicate(SCOPE, cand, "reject", "carol@example.test")
+    with pytest.raises(NotFound):
+        service.inspect(SCOPE, cand)

@@ -199,6 +199,7 @@ def to_candidate(item: Mapping[str, Any]) -> CandidateEntry:
         policy_id=text(item, "policy_id"),
         policy_version=text(item, "policy_version"),
         captured_at_ms=number(item, "captured_at_ms"),
+        held=WAITING_SK in item,
     )
 
 
@@ -272,7 +273,7 @@ def move_candidate(change: MoveCandidate, scope: Scope, main: str, keys: str,
         values[":zero"] = n(0)
     # A hold (pending → pending) puts the candidate in the waiting index; any decision
     # out of pending takes it out again.
-    if change.to_state == change.from_state:
+    if change.is_hold:
         names.update({"#wpk": WAITING_PK, "#wsk": WAITING_SK})
         sets.extend(["#wpk = :wpk", "#wsk = :wsk"])
         values[":wpk"] = s(waiting_pk(scope))

@@ -46,7 +46,7 @@ def apply_change(t: MemoryTables, scope: Scope, change: Change) -> None:
         t.wrapped_keys[key] = change.wrapped_key
     elif isinstance(change, MoveCandidate):
         key = (scope, change.candidate_id)
-        moved = replace(t.candidates[key], state=change.to_state)
+        moved = replace(t.candidates[key], state=change.to_state, held=change.is_hold)
         if change.shred:
             moved = replace(moved, blob_chunks=0)
             t.sealed.pop(key, None)
