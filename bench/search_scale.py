@@ -1,9 +1,11 @@
 """Search latency, DynamoDB calls, round trips and postings read per search at 1k/10k/50k.
 
 Run: ``.venv/bin/python bench/search_scale.py [--sizes 1000,10000,50000] [--rounds 3]
-[--k 1000] [--aws-delay-ms 5]`` (``--k``: postings read per query term,
-ENGRAM_SEARCH_POSTINGS_PER_TERM; ``--aws-delay-ms``: a fixed delay slept in every AWS
-call's ``before-call``, the network round trip moto does not have).
+[--k 1000] [--aws-delay-ms 5] [--completion-caps 0,200]`` (``--k``: postings read per query
+term, ENGRAM_SEARCH_POSTINGS_PER_TERM; ``--aws-delay-ms``: a fixed delay slept in every AWS
+call's ``before-call``, the network round trip moto does not have; ``--completion-caps``:
+each size is measured once per score-completion cap, on the same data, 0 = no completion,
+default the deployed cap only).
 
 Design costs apart from the stand-in's (issue 25 item 1), per size: p50/p95/p99 of the
 search handler; sequential round trips of each timed search (bench/aws_calls.py, with the
@@ -392,6 +394,9 @@ def main() -> None:
                         help="the previous read pattern: sequential Queries, no budget")
     parser.add_argument("--aws-delay-ms", type=float, default=0.0,
                         help="fixed delay added to every AWS call (e.g. 5)")
+    parser.add_argument("--completion-caps", default="",
+                        help="measure each size once per completion cap, e.g. 0,200 "
+                             "(default: the deployed cap)")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
     os.environ.update(BASE_ENV)
@@ -422,7 +427,10 @@ def main() -> None:
         corpus = Corpus()
         if args.before:
             previous_read_pattern()
-        config = search_root.service()._config
+        service = search_root.service()
+        config = service._config
+        caps = ([int(c) for c in args.completion_caps.split(",")] if args.completion_caps
+                else [config.completion_cap])
         print(f"postings per term K = {config.postings_per_term}, per-search budget = "
               f"{config.postings_budget}{' (before: sequential reads)' if args.before else ''}"
               f"; {args.aws_delay_ms:g} ms added per AWS call", flush=True)
@@ -433,28 +441,33 @@ def main() -> None:
             load(corpus, loaded, size, dynamodb)
             load_s = time.perf_counter() - started
             loaded = size
-            r = measure(corpus, args.rounds, calls, read, meter, args.aws_delay_ms)
-            rows.append([
-                f"{size}", f"{load_s:.0f}", f"{r['searches']:.0f}", f"{r['p50']:.1f}",
-                f"{r['p95']:.1f}", f"{r['p99']:.1f}", f"{r['own_cpu_p50']:.1f}",
-                f"{r['own_cpu_p95']:.1f}", f"{r['moto_cpu_p50']:.1f}",
-                f"{r['delayed_trips_mean']:.1f} (max {r['delayed_trips_max']:.0f})",
-                f"{r['trips_mean']:.1f} (max {r['trips_max']:.0f})",
-                f"{r['calls_mean']:.1f} (max {r['calls_max']:.0f})",
-                f"{r['units_mean']:.1f} (max {r['units_max']:.1f})",
-                f"{r['postings_mean']:.0f} (max {r['postings_max']:.0f})",
-                f"{r['candidates_mean']:.0f}", f"{vector_query_ms(size):.1f}"])
+            for cap in caps:
+                service._completion._config = dataclasses.replace(config, completion_cap=cap)
+                r = measure(corpus, args.rounds, calls, read, meter, args.aws_delay_ms)
+                rows.append(row(size, load_s, cap, r))
             print(f"... {size} records measured", flush=True)
-        headers = ["records", "load s", "searches", "p50 ms", "p95 ms", "p99 ms",
-                   "handler CPU p50 ms", "handler CPU p95 ms", "moto CPU p50 ms",
+        headers = ["records", "load s", "completion cap", "searches", "p50 ms", "p95 ms",
+                   "p99 ms", "handler CPU p50 ms", "handler CPU p95 ms", "moto CPU p50 ms",
                    "round trips (delay)", "round trips (50 ms)", "DynamoDB calls",
                    "read units (computed)", "postings read", "candidates",
                    "vector query ms"]
         print("| " + " | ".join(headers) + " |")
         print("|" + "---|" * len(headers))
-        for row in rows:
-            print("| " + " | ".join(row) + " |")
+        for line in rows:
+            print("| " + " | ".join(line) + " |")
 
+
+def row(size: int, load_s: float, cap: int, r: dict[str, float]) -> list[str]:
+    """One table row of a size measured under one completion cap."""
+    return [f"{size}", f"{load_s:.0f}", f"{cap}", f"{r['searches']:.0f}",
+            f"{r['p50']:.1f}", f"{r['p95']:.1f}", f"{r['p99']:.1f}",
+            f"{r['own_cpu_p50']:.1f}", f"{r['own_cpu_p95']:.1f}", f"{r['moto_cpu_p50']:.1f}",
+            f"{r['delayed_trips_mean']:.1f} (max {r['delayed_trips_max']:.0f})",
+            f"{r['trips_mean']:.1f} (max {r['trips_max']:.0f})",
+            f"{r['calls_mean']:.1f} (max {r['calls_max']:.0f})",
+            f"{r['units_mean']:.1f} (max {r['units_max']:.1f})",
+            f"{r['postings_mean']:.0f} (max {r['postings_max']:.0f})",
+            f"{r['candidates_mean']:.0f}", f"{vector_query_ms(size):.1f}"]
 
 if __name__ == "__main__":
     main()

@@ -21,7 +21,7 @@ BENCHES = {
     "throughput.py": "| workspaces | clients | captures/s |",
     "ranking_quality.py": "| ranker | nDCG@10 lin | nDCG@10 exp | Recall@10 | Recall@100 |",
     "cold_start.py": "| module | import ms | × import boto3 |",
-    "search_scale.py": "| records | load s | searches | p50 ms | p95 ms | p99 ms |",
+    "search_scale.py": "| records | load s | completion cap | searches | p50 ms | p95 ms |",
     "budget_quality.py": "| records | K per term | budget B | completion cap C | queries |",
 }
 RANKERS = ("lexical: BM25F", "semantic alone", "hybrid: lexical_and_semantic",
@@ -30,7 +30,8 @@ RANKERS = ("lexical: BM25F", "semantic alone", "hybrid: lexical_and_semantic",
 # With a fixed delay per AWS call, concurrent calls certainly overlap (bench/aws_calls.py).
 ARGS = {"tool_latency.py": ["--aws-delay-ms", "5"],
         # No --quick: two tiny sizes, one round, with the simulated network.
-        "search_scale.py": ["--sizes", "100,200", "--rounds", "1", "--aws-delay-ms", "5"],
+        "search_scale.py": ["--sizes", "100,200", "--rounds", "1", "--aws-delay-ms", "5",
+                            "--completion-caps", "0,200"],
         "budget_quality.py": ["--records", "1500", "--budgets", "1000,4000"]}
 QUICK = {"tool_latency.py", "throughput.py", "ranking_quality.py", "cold_start.py"}
 TIMEOUT_S = 240
