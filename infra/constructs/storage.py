@@ -60,8 +60,8 @@ class TenantStorage(Construct):
             deletion_protection=True,
             removal_policy=RemovalPolicy.RETAIN,
         )
-        # The sparse index of what waits for a human (adapters/dynamodb/waiting.py; local
-        # provisioning declares the same): only waiting items carry its key attributes.
+        # The sparse index of what waits for a human (adapters/dynamodb/waiting.py; local mode
+        # creates it from the synthesized template): only waiting items carry its key attributes.
         main.add_global_secondary_index(
             index_name=WAITING_INDEX,
             partition_key=dynamodb.Attribute(name=WAITING_PK, type=dynamodb.AttributeType.STRING),

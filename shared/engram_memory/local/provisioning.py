@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
-from engram_memory.gate.definition import raw_definition
+from engram_memory.gate.definition import render_definition
 
 if TYPE_CHECKING:
     from engram_memory.settings import Settings
@@ -246,11 +246,7 @@ class LocalStack:
     def _machine(self, name: str, props: dict[str, Any]) -> dict[str, str]:
         _only(name, props, ("DefinitionSubstitutions", "LoggingConfiguration", "RoleArn",
                             "StateMachineType", "TracingConfiguration"))
-        definition = raw_definition()
-        for key, value in props.get("DefinitionSubstitutions", {}).items():
-            # JSON-escaped, so a substitution can never change the document's shape.
-            definition = definition.replace("${" + key + "}", json.dumps(str(value))[1:-1])
-        json.loads(definition)
+        definition = render_definition(props.get("DefinitionSubstitutions", {}))
         sfn = self._client("stepfunctions")
         machine = self.physical_name(name)
         kwargs: dict[str, Any] = {"definition": definition, "roleArn": props["RoleArn"]}

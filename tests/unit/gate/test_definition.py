@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from engram_memory.gate.definition import asl_path, raw_definition, render_definition
 
 QUEUE_URL = "http://127.0.0.1:5000/123456789012/engram-confirmations-t"
@@ -12,7 +13,7 @@ QUEUE_URL = "http://127.0.0.1:5000/123456789012/engram-confirmations-t"
 
 def _states() -> dict[str, Any]:
     states: dict[str, Any] = json.loads(
-        render_definition("main", QUEUE_URL))["States"]
+        render_definition({"TableName": "main", "QueueUrl": QUEUE_URL}))["States"]
     return states
 
 
@@ -24,13 +25,19 @@ def test_the_definition_file_ships_with_the_package_and_uses_both_substitutions(
 
 
 def test_rendering_replaces_every_placeholder_and_keeps_valid_json() -> None:
-    rendered = render_definition("main", QUEUE_URL)
+    rendered = render_definition({"TableName": "main", "QueueUrl": QUEUE_URL})
     assert "${" not in rendered
     assert QUEUE_URL in rendered
 
 
+def test_a_missing_substitution_is_refused_rather_than_left_as_a_placeholder() -> None:
+    with pytest.raises(ValueError, match="QueueUrl"):
+        render_definition({"TableName": "main"})
+
+
 def test_a_substitution_value_cannot_change_the_documents_shape() -> None:
-    rendered = json.loads(render_definition('main", "Evil": "x', QUEUE_URL))
+    hostile = 'main", "Evil": "x'
+    rendered = json.loads(render_definition({"TableName": hostile, "QueueUrl": QUEUE_URL}))
     assert rendered["States"]["RecordRequest"]["Parameters"]["TableName"] == 'main", "Evil": "x'
 
 

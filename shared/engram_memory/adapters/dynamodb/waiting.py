@@ -49,7 +49,7 @@ PROJECTED_ATTRIBUTES: Final = (
     "created_at_ms", "expires_at_ms", "candidate_id", "captured_at_ms", "decided_at_ms",
     "policy_id", "policy_version", "payload_digest",
 )
-"""Non-key attributes the index projects (the CDK stack and local provisioning use this)."""
+"""Non-key attributes the index projects (the CDK stack declares the index with them)."""
 
 _SORT_KEY_RE = re.compile(r"^[CA]#[0-9]{15}#[A-Za-z0-9_-]{1,128}$")
 
