@@ -469,5 +469,6 @@ def row(size: int, load_s: float, cap: int, r: dict[str, float]) -> list[str]:
             f"{r['postings_mean']:.0f} (max {r['postings_max']:.0f})",
             f"{r['candidates_mean']:.0f}", f"{vector_query_ms(size):.1f}"]
 
+
 if __name__ == "__main__":
     main()
