@@ -113,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_serve(sub)
     _add_token(sub)
     _add_reindex(sub)
+    importlib.import_module("engram_memory.cli.reapply_forgets").register(sub)
     try:
         confirm_cli = importlib.import_module("engram_memory.local.confirm_cli")
     except ImportError:
