@@ -19,8 +19,8 @@ from engram_memory.contract.inputs import ForgetArgs
 from engram_memory.contract.outputs import ForgetReceipt, ForgetValue, dump_value
 from engram_memory.domain.context import Tool
 from engram_memory.domain.lifecycle import Operation, State
-from engram_memory.services.ports import ReadRequest, ReadResult, RecordEntry, TombstoneRecord
 from engram_memory.services.forget_ledger import ledgered
+from engram_memory.services.ports import ReadRequest, ReadResult, RecordEntry, TombstoneRecord
 from engram_memory.services.transitions import Target, TargetMove, TargetMoveService
 
 if TYPE_CHECKING:

@@ -3,7 +3,8 @@
 Always confirmation-gated. The wrapped data key and every ciphertext chunk are deleted in
 the same transaction as the state change, so ``key_destruction`` is ``complete`` the moment
 the call succeeds; the same commit puts the withdrawal's forget-ledger entry
-(services/forget_ledger.py, docs/forget-ledger.md). A withdrawn candidate can never be admitted (admission needs pending).
+(services/forget_ledger.py, docs/forget-ledger.md). A withdrawn candidate can never be
+admitted (admission needs pending).
 The steps every mutation shares are services/pipeline.py; the move, services/transitions.py.
 """
 
@@ -15,8 +16,8 @@ from engram_memory.contract.inputs import WithdrawArgs
 from engram_memory.contract.outputs import WithdrawReceipt, WithdrawValue, dump_value
 from engram_memory.domain.context import Tool
 from engram_memory.domain.lifecycle import Operation, state_of_candidate
-from engram_memory.services.ports import MoveCandidate, ReadRequest, ReadResult
 from engram_memory.services.forget_ledger import ledgered
+from engram_memory.services.ports import MoveCandidate, ReadRequest, ReadResult
 from engram_memory.services.transitions import Target, TargetMove, TargetMoveService
 
 if TYPE_CHECKING:

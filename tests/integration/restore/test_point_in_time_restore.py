@@ -156,4 +156,5 @@ def test_every_forget_and_withdrawal_leaves_a_content_free_ledger_entry(
     assert sorted((e["operation"]["S"], e["target_id"]["S"]) for e in entries) == sorted([
         ("tombstone", restored["doomed"]), ("withdraw", restored["candidate"])])
     text = repr(entries)
-    assert DOOMED not in text and PENDING not in text
+    assert DOOMED not in text
+    assert PENDING not in text
