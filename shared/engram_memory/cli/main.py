@@ -1,5 +1,5 @@
-"""``engram-memory``: the local service's command line (serve, token, confirm, reindex),
-and ``smoke`` against a deployed stack."""
+"""``engram-memory``: the local service (serve, token, confirm) and the tools for a deployed
+stack (reindex, reapply-forgets, smoke)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,11 @@ from collections.abc import Sequence
 
 COMMANDS = ("serve", "token", "confirm", "reindex", "reapply_forgets", "smoke")
 """The command modules under ``engram_memory.cli``, in the order ``--help`` lists them."""
+
+
+def command_name(module_name: str) -> str:
+    """The command a module registers: its name with ``-`` for ``_`` (``import_`` → ``import``)."""
+    return module_name.rstrip("_").replace("_", "-")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -30,7 +30,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``reapply-forgets`` subcommand."""
     cmd = sub.add_parser(
         "reapply-forgets",
-        help="after a point-in-time restore: reapply the forget ledger (docs/forget-ledger.md)")
+        help="reapply the forget ledger after a point-in-time restore")
     cmd.add_argument("--table", required=True, help="the restored main table")
     cmd.add_argument("--key-table", required=True, help="the deployment's key table")
     cmd.add_argument("--ledger-table", required=True, help="the deployment's forget ledger")
