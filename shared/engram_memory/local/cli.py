@@ -75,6 +75,8 @@ def _add_token(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     token.add_argument("--maintainer", action="store_true",
                        help="a host-operator token (perm read+maintain) for /host routes")
     token.add_argument("--subject", default="local-operator", help="maintainer subject")
+    token.add_argument("--workspaces", nargs="+", metavar="WORKSPACE",
+                       help="with --maintainer: the workspaces it covers (default tenant-wide)")
 
 
 def _add_reindex(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -134,7 +136,8 @@ def run_token(args: argparse.Namespace) -> int:
     if args.maintainer:
         token = mint_maintainer_token(key, issuer=identity.issuer, audience=identity.audience,
                                       tenant=tenant, now=time.time(), subject=args.subject,
-                                      ttl_s=args.ttl)
+                                      ttl_s=args.ttl, workspaces=args.workspaces,
+                                      tenant_wide=args.workspaces is None)
     else:
         token = mint_agent_token(
             key, issuer=identity.issuer, audience=identity.audience, tenant=tenant,
@@ -160,7 +163,7 @@ def run_serve(args: argparse.Namespace) -> int:
     key = load_or_create_host_key(service.home / state.HOST_KEY_FILE)
     maintainer = mint_maintainer_token(
         key, issuer=service.identity.issuer, audience=service.identity.audience,
-        tenant=service.identity.tenant, now=time.time())
+        tenant=service.identity.tenant, now=time.time(), tenant_wide=True)
     print(BANNER.format(
         mcp=service.mcp_url, base=service.base_url, review=review_url(service.base_url),
         maintainer=maintainer, tenant=service.identity.tenant,
