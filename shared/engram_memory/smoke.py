@@ -133,7 +133,7 @@ class Smoke:
         t = self.target
         return mint_maintainer_token(self.key, issuer=t.issuer, audience=t.audience,
                                      tenant=t.tenant, now=time.time(), subject="engram-smoke",
-                                     ttl_s=TOKEN_TTL_S)
+                                     ttl_s=TOKEN_TTL_S, tenant_wide=True)
 
     @asynccontextmanager
     async def _client(self, **claims: Any) -> AsyncIterator[Any]:

@@ -41,7 +41,8 @@ def _service(data_dir: Path | None) -> tuple[str, str]:
     base = identity.endpoint.rsplit("/mcp", 1)[0]
     key = load_or_create_host_key(home / state.HOST_KEY_FILE)
     token = mint_maintainer_token(key, issuer=identity.issuer, audience=identity.audience,
-                                  tenant=identity.tenant, now=time.time(), subject="local-cli")
+                                  tenant=identity.tenant, now=time.time(), subject="local-cli",
+                                  tenant_wide=True)
     return base, token
 
 

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     key = load_or_create_host_key(service.home / state.HOST_KEY_FILE)
     maintainer = mint_maintainer_token(
         key, issuer=service.identity.issuer, audience=service.identity.audience,
-        tenant=service.identity.tenant, now=time.time())
+        tenant=service.identity.tenant, now=time.time(), tenant_wide=True)
     print(BANNER.format(
         mcp=service.mcp_url, base=service.base_url, review=review_url(service.base_url),
         maintainer=maintainer, tenant=service.identity.tenant,

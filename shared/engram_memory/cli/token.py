@@ -35,6 +35,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     token.add_argument("--maintainer", action="store_true",
                        help="a host-operator token (perm read+maintain) for /host routes")
     token.add_argument("--subject", default="local-operator", help="maintainer subject")
+    token.add_argument("--workspaces", nargs="+", metavar="WORKSPACE",
+                       help="with --maintainer: the workspaces it covers (default tenant-wide)")
     token.set_defaults(func=run)
 
 
@@ -47,7 +49,8 @@ def run(args: argparse.Namespace) -> int:
     if args.maintainer:
         token = mint_maintainer_token(key, issuer=identity.issuer, audience=identity.audience,
                                       tenant=tenant, now=time.time(), subject=args.subject,
-                                      ttl_s=args.ttl)
+                                      ttl_s=args.ttl, workspaces=args.workspaces,
+                                      tenant_wide=args.workspaces is None)
     else:
         token = mint_agent_token(
             key, issuer=identity.issuer, audience=identity.audience, tenant=tenant,
