@@ -122,6 +122,8 @@ def build_parser() -> argparse.ArgumentParser:
     from engram_memory import smoke  # against a deployed stack, not the local service
 
     smoke.register(sub)
+    for name in ("export", "verify", "import_"):
+        importlib.import_module(f"engram_memory.cli.{name}").register(sub)
     return parser
 
 
