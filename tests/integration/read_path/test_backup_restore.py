@@ -11,7 +11,6 @@ import io
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl
 
 import pytest
 from engram_memory.adapters.dynamodb.export_reader import DynamoExportReader
@@ -28,6 +27,7 @@ from tests.integration.read_path.conftest import ReadPath, ids
 from tests.support.events import WORKSPACE_ID
 
 TARGET = "ws-other"
+pytestmark = pytest.mark.timeout(600)
 TOPICS = ("billing", "latency", "database", "backup", "kubernetes", "invoice")
 _STATUS = {"INVALID_SCHEMA": 400, "RESTORE_REFUSED": 409, "BACKUP_INVALID": 422}
 
@@ -95,15 +95,15 @@ def _get(read_path: ReadPath, record_id: str, workspace: str) -> dict[str, Any]:
 def test_round_trip_keeps_every_record_and_skips_one_forgotten_after_the_backup(
     read_path: ReadPath, client: RoutesClient, tmp_path: Path,
 ) -> None:
-    records = _populate(read_path, 24)
-    forgotten_before = records[:3]
+    records = _populate(read_path, 10)
+    forgotten_before = records[:2]
     for record_id in forgotten_before:
         read_path.forget(record_id)
     read_path.project()
     bundle = tmp_path / "w.bundle"
     _, counts = export_cli.export(client, WORKSPACE_ID, bundle)  # type: ignore[arg-type]
     summary = verify_file(str(bundle))
-    assert counts == {"records": 21, "tombstones": 3, "journal": summary.cursor}
+    assert counts == {"records": 8, "tombstones": 2, "journal": summary.cursor}
     assert b"zebra" not in bundle.read_bytes()  # pending content never leaves
 
     forgotten_after = records[5]
@@ -111,7 +111,7 @@ def test_round_trip_keeps_every_record_and_skips_one_forgotten_after_the_backup(
     report = import_cli.restore(client, bundle, TARGET, summary,  # type: ignore[arg-type]
                                 forgotten=[])
     assert report["skipped_record_ids"] == [forgotten_after]
-    assert report["restored"] == 20
+    assert report["restored"] == 7
     read_path.project()
 
     for record_id in records:
@@ -226,7 +226,7 @@ def test_an_interrupted_restore_is_invisible_then_resumes(
     read_path: ReadPath, client: RoutesClient, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    records = _populate(read_path, 6)
+    records = _populate(read_path, 3)
     bundle = tmp_path / "w.bundle"
     export_cli.export(client, WORKSPACE_ID, bundle)  # type: ignore[arg-type]
     summary = verify_file(str(bundle))
@@ -249,6 +249,5 @@ def test_an_interrupted_restore_is_invisible_then_resumes(
     assert ids(read_path.call_search({"query": "runbook"}, workspace_id=TARGET)) == []
     report = import_cli.restore(client, bundle, TARGET, summary,  # type: ignore[arg-type]
                                 forgotten=[])
-    assert report["restored"] == 6
+    assert report["restored"] == 3
     assert _get(read_path, records[0], TARGET)["ok"]
-    assert parse_qsl("")  == []
