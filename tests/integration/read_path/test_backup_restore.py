@@ -117,7 +117,8 @@ def test_round_trip_keeps_every_record_and_skips_one_forgotten_after_the_backup(
     for record_id in records:
         source, target = (_get(read_path, record_id, w) for w in (WORKSPACE_ID, TARGET))
         if record_id in [*forgotten_before, forgotten_after]:
-            assert not source["ok"] and not target["ok"]
+            assert not source["ok"]
+            assert not target["ok"]
             continue
         got = target["output"]["value"]["record"]
         want = source["output"]["value"]["record"]
