@@ -204,8 +204,9 @@ def test_a_record_whose_content_no_longer_matches_its_digest_is_backup_invalid(
     record["record"]["components"][0]["text"] = "rewritten"
     from engram_memory.backup.bundle import line
     lines[1] = line(record)
-    with pytest.raises(BundleProblem, match="record_digest"):
+    with pytest.raises(BundleProblem) as problem:
         verify(read_lines(io.BytesIO(b"".join(lines))))
+    assert "record_digest" in problem.value.reason
 
 
 def test_a_workspace_that_is_not_empty_is_restore_refused(
