@@ -78,12 +78,6 @@ class RestoreCommit(_Closed):
     bundle_digest: Digest
 
 
-def covered(identity: Any, workspace_id: str) -> bool:
-    """Does the maintainer token cover ``workspace_id`` (BRIEF interface 2, once merged)?"""
-    covers = getattr(identity, "covers", None)
-    return True if covers is None else bool(covers(workspace_id))
-
-
 def _number(query: Mapping[str, str], name: str, default: int) -> int:
     value = query.get(name)
     if value is None:

@@ -11,8 +11,10 @@
 backup and restore (gate/backup_routes.py, docs/backup.md).
 
 Every route needs a host-operator token carrying ``maintain`` (``Authorization: Bearer``);
-an agent token is refused with 403, anything else with 401. Bodies are closed models; any
-violation is one constant 400. Errors never carry exception text.
+an agent token is refused with 403, anything else with 401. A token scoped to
+``workspaces`` is refused with the same 403 on any other workspace (``HostApi.scope``,
+the one check every route calls); only a ``tenant_wide`` token covers them all. Bodies
+are closed models; any violation is one constant 400. Errors never carry exception text.
 """
 
 from __future__ import annotations
@@ -202,7 +204,11 @@ class HostApi:
         # A genuine agent token: authenticated, but the agent path never maintains.
         raise _Refusal(403, _FORBIDDEN)
 
-    def _scope(self, workspace_id: str) -> Scope:
+    def scope(self, who: MaintainerIdentity, workspace_id: str) -> Scope:
+        """The scope a route acts on: 403 (constant body) when ``who`` does not cover
+        ``workspace_id``; the deployment's own workspace list as before."""
+        if not who.covers(workspace_id):
+            raise _Refusal(403, _FORBIDDEN)
         allowed = self._verifier.workspace_ids
         if allowed and workspace_id not in allowed:
             raise Unauthorized()
@@ -210,7 +216,7 @@ class HostApi:
 
     def _request(self, request: _Request, who: MaintainerIdentity, _: str) -> dict[str, Any]:
         body: ConfirmationRequestBody = _body(ConfirmationRequestBody, request)
-        scope = self._scope(body.workspace_id)
+        scope = self.scope(who, body.workspace_id)
         tool = Tool(body.capability)
         target, digest = _operation(tool, body)
         created = self._confirmations.request(
@@ -222,37 +228,38 @@ class HostApi:
 
     def _decide(self, request: _Request, who: MaintainerIdentity, ref: str) -> dict[str, Any]:
         body: DecisionBody = _body(DecisionBody, request)
-        scope = self._scope(body.workspace_id)
+        scope = self.scope(who, body.workspace_id)
         settled = self._confirmations.decide(
             scope, ref, Decision(body.decision), body.approver, who.subject,
         )
         metrics.add_metric(name=f"confirmation.{body.decision}", unit=MetricUnit.Count, value=1)
         return _response(200, settled.public_view())
 
-    def _show(self, request: _Request, _: MaintainerIdentity, ref: str) -> dict[str, Any]:
+    def _show(self, request: _Request, who: MaintainerIdentity, ref: str) -> dict[str, Any]:
         workspace_id = request.query.get("workspace_id", "")
         if not workspace_id or "#" in workspace_id:
             raise _Refusal(400, _BAD_REQUEST)
-        found = self._confirmations.show(self._scope(workspace_id), ref)
+        found = self._confirmations.show(self.scope(who, workspace_id), ref)
         return _response(200, found.public_view())
 
-    def _pending_confirmations(self, request: _Request, _: MaintainerIdentity,
+    def _pending_confirmations(self, request: _Request, who: MaintainerIdentity,
                                __: str) -> dict[str, Any]:
-        return self._listed(request, self._waiting.confirmations, _confirmation_view,
+        return self._listed(request, who, self._waiting.confirmations, _confirmation_view,
                             ConfirmationPage, state_required=True)
 
-    def _held_candidates(self, request: _Request, _: MaintainerIdentity,
+    def _held_candidates(self, request: _Request, who: MaintainerIdentity,
                          __: str) -> dict[str, Any]:
-        return self._listed(request, self._waiting.adjudications, _candidate_view,
+        return self._listed(request, who, self._waiting.adjudications, _candidate_view,
                             AdjudicationPage, state_required=False)
 
-    def _listed(self, request: _Request, read: Callable[[Scope, int, str | None], WaitingPage[T]],
+    def _listed(self, request: _Request, who: MaintainerIdentity,
+                read: Callable[[Scope, int, str | None], WaitingPage[T]],
                 view: Callable[[T], BaseModel], page: type[ConfirmationPage | AdjudicationPage],
                 *, state_required: bool) -> dict[str, Any]:
         """One page of a waiting list, read with ``read`` and shown item by item by ``view``."""
         query = _list_query(request, state_required=state_required)
         try:
-            found = read(self._scope(query.workspace_id), query.limit, query.cursor)
+            found = read(self.scope(who, query.workspace_id), query.limit, query.cursor)
         except InvalidSchema:
             raise _Refusal(400, _BAD_REQUEST) from None
         listed = page.model_validate({"items": [view(item) for item in found.items],
@@ -264,7 +271,7 @@ class HostApi:
         workspace_id = request.query.get("workspace_id", "")
         if set(request.query) != {"workspace_id"} or not workspace_id or "#" in workspace_id:
             raise _Refusal(400, _BAD_REQUEST)
-        scope = self._scope(workspace_id)
+        scope = self.scope(who, workspace_id)
         # Only request_admission may decrypt: it reads the payload for this reviewer.
         token = bearer_token(request.headers.get("authorization"))
         found = self._adjudicate(scope, candidate_id, INSPECT, who.subject, token)
@@ -278,7 +285,7 @@ class HostApi:
         self, request: _Request, who: MaintainerIdentity, candidate_id: str,
     ) -> dict[str, Any]:
         body: AdjudicationBody = _body(AdjudicationBody, request)
-        scope = self._scope(body.workspace_id)
+        scope = self.scope(who, body.workspace_id)
         # The verified bearer token travels on: request_admission verifies it again.
         token = bearer_token(request.headers.get("authorization"))
         outcome = self._adjudicate(scope, candidate_id, body.decision,
@@ -292,9 +299,7 @@ class HostApi:
             raise _Refusal(404, _NO_ROUTE)
         if not workspace_id or "#" in workspace_id:
             raise _Refusal(400, _BAD_REQUEST)
-        if not backup_routes.covered(who, workspace_id):
-            raise _Refusal(403, _FORBIDDEN)
-        return self._scope(workspace_id)
+        return self.scope(who, workspace_id)
 
     def _export(self, request: _Request, who: MaintainerIdentity, _: str) -> dict[str, Any]:
         scope = self._backup_scope(who, request.query.get("workspace_id", ""))
