@@ -8,7 +8,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-COMMANDS = ("serve", "token", "confirm", "reindex", "reapply_forgets", "smoke")
+COMMANDS = ("serve", "token", "confirm", "export", "verify", "import_", "reindex",
+            "reapply_forgets", "smoke")
 """The command modules under ``engram_memory.cli``, in the order ``--help`` lists them."""
 
 

@@ -6,7 +6,9 @@
 ``POST /host/adjudications/{candidate_id}`` → the admission outcome;
 ``GET  /host/confirmations?workspace_id=…&state=pending`` → a page of pending confirmations;
 ``GET  /host/adjudications?workspace_id=…`` → a page of candidates held for adjudication;
-``GET  /host/adjudications/{candidate_id}?workspace_id=…`` → its payload, for the reviewer.
+``GET  /host/adjudications/{candidate_id}?workspace_id=…`` → its payload, for the reviewer;
+``GET /host/export``, ``POST /host/restore[/lines|/commit]``, ``DELETE /host/restore`` →
+backup and restore (gate/backup_routes.py, docs/backup.md).
 
 Every route needs a host-operator token carrying ``maintain`` (``Authorization: Bearer``);
 an agent token is refused with 403, anything else with 401. A token scoped to
@@ -35,6 +37,7 @@ from engram_memory.domain.canonical import is_digest
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.errors import EngramError, InvalidSchema, StoreUnavailable, Unauthorized
 from engram_memory.domain.intent import operation_digest, target_of
+from engram_memory.gate import backup_routes
 from engram_memory.gate.host_models import (
     AdjudicationBody,
     AdjudicationPage,
@@ -76,7 +79,7 @@ Adjudicate = Callable[[Scope, str, str, str, str], Mapping[str, Any]]
 _STATUS_BY_CODE = {
     "INVALID_SCHEMA": 400, "INVALID_DIGEST": 400, "UNAUTHORIZED": 403, "NOT_FOUND": 404,
     "ILLEGAL_TRANSITION": 409, "ALREADY_TERMINAL": 409, "DIGEST_CONFLICT": 409,
-    "gate_failed": 409, "RATE_LIMITED": 429,
+    "gate_failed": 409, "RATE_LIMITED": 429, "BACKUP_INVALID": 422, "RESTORE_REFUSED": 409,
 }
 _BAD_REQUEST = {"code": "INVALID_REQUEST", "message": "The request body is invalid."}
 _UNAUTHENTICATED = {"code": "UNAUTHENTICATED",
@@ -161,11 +164,13 @@ class HostApi:
         confirmations: ConfirmationService,
         adjudicate: Adjudicate,
         waiting: WaitingList,
+        backup: backup_routes.BackupRoutes | None = None,
     ) -> None:
         self._verifier = verifier
         self._confirmations = confirmations
         self._adjudicate = adjudicate
         self._waiting = waiting
+        self._backup = backup
 
     def handle(self, event: Mapping[str, Any]) -> dict[str, Any]:
         """Answer one HTTP API v2 event with a v2 response dict."""
@@ -287,6 +292,53 @@ class HostApi:
                                    body.approver or who.subject, token)
         return _response(200, dict(outcome))
 
+    # --- backup and restore (gate/backup_routes.py) -------------------------------------
+
+    def _backup_scope(self, who: MaintainerIdentity, workspace_id: str) -> Scope:
+        if self._backup is None:
+            raise _Refusal(404, _NO_ROUTE)
+        if not workspace_id or "#" in workspace_id:
+            raise _Refusal(400, _BAD_REQUEST)
+        return self.scope(who, workspace_id)
+
+    def _export(self, request: _Request, who: MaintainerIdentity, _: str) -> dict[str, Any]:
+        scope = self._backup_scope(who, request.query.get("workspace_id", ""))
+        assert self._backup is not None
+        return _response(200, self._backup.export(scope, request.query))
+
+    def _restore_body(self, request: _Request, who: MaintainerIdentity,
+                      model: type[BaseModel]) -> tuple[Scope, Any]:
+        if self._backup is None:
+            raise _Refusal(404, _NO_ROUTE)
+        body = backup_routes.parse_body(model, request.body)
+        return self._backup_scope(who, body.workspace_id), body
+
+    def _restore_begin(self, request: _Request, who: MaintainerIdentity,
+                       _: str) -> dict[str, Any]:
+        scope, body = self._restore_body(request, who, backup_routes.RestoreBegin)
+        assert self._backup is not None
+        return _response(200, self._backup.begin(scope, body))
+
+    def _restore_lines(self, request: _Request, who: MaintainerIdentity,
+                       _: str) -> dict[str, Any]:
+        scope, body = self._restore_body(request, who, backup_routes.RestoreLines)
+        assert self._backup is not None
+        return _response(200, self._backup.lines(scope, body))
+
+    def _restore_commit(self, request: _Request, who: MaintainerIdentity,
+                        _: str) -> dict[str, Any]:
+        scope, body = self._restore_body(request, who, backup_routes.RestoreCommit)
+        assert self._backup is not None
+        return _response(200, self._backup.commit(scope, body, who.subject))
+
+    def _restore_abort(self, request: _Request, who: MaintainerIdentity,
+                       _: str) -> dict[str, Any]:
+        if set(request.query) != {"workspace_id"}:
+            raise _Refusal(400, _BAD_REQUEST)
+        scope = self._backup_scope(who, request.query["workspace_id"])
+        assert self._backup is not None
+        return _response(200, self._backup.abort(scope))
+
 
 def _reason(body: ConfirmationRequestBody) -> str:
     """The agent's reason reference, when the host named the call by its arguments."""
@@ -355,6 +407,11 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("GET", re.compile(rf"^/host/confirmations/{_SEGMENT}/?$"), HostApi._show),
     ("POST", re.compile(rf"^/host/adjudications/{_SEGMENT}/?$"), HostApi._adjudication),
     ("GET", re.compile(rf"^/host/adjudications/{_SEGMENT}/?$"), HostApi._held_candidate),
+    ("GET", re.compile(r"^/host/export/?$"), HostApi._export),
+    ("POST", re.compile(r"^/host/restore/?$"), HostApi._restore_begin),
+    ("POST", re.compile(r"^/host/restore/lines/?$"), HostApi._restore_lines),
+    ("POST", re.compile(r"^/host/restore/commit/?$"), HostApi._restore_commit),
+    ("DELETE", re.compile(r"^/host/restore/?$"), HostApi._restore_abort),
 )
 
 

@@ -50,6 +50,7 @@ def _calls(ref: str, workspace: str) -> list[tuple[str, str, Any, dict[str, str]
         ("GET", f"/host/adjudications/{candidate}", None, {"workspace_id": workspace}),
         ("POST", f"/host/adjudications/{candidate}",
          {"workspace_id": workspace, "decision": "accept"}, None),
+        ("GET", "/host/export", None, {"workspace_id": workspace}),
     ]
 
 
