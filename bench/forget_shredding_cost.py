@@ -17,6 +17,7 @@ is in-process) and the AES-GCM time per record. Run: ``python bench/forget_shred
 
 from __future__ import annotations
 
+import functools
 import os
 import statistics
 import time
@@ -162,10 +163,10 @@ def main() -> int:
         print(f"{'operation':<28}{'plain ms':>10}{'local-wrap ms':>15}{'kms/record ms':>15}"
               f"{'KMS calls (kms/record)':>24}")
         for k in HITS:
-            plain = _median_ms(lambda k=k: bench.search_plain(k))
-            local = _median_ms(lambda k=k: bench.search_local_wrap(k))
+            plain = _median_ms(functools.partial(bench.search_plain, k))
+            local = _median_ms(functools.partial(bench.search_local_wrap, k))
             bench.kms_calls = 0
-            per_kms = _median_ms(lambda k=k: bench.search_kms_per_record(k))
+            per_kms = _median_ms(functools.partial(bench.search_kms_per_record, k))
             print(f"{f'search, {k} hits':<28}{plain:>10.2f}{local:>15.2f}{per_kms:>15.2f}"
                   f"{bench.kms_calls // REPEATS:>24}")
         counter = iter(range(10**9))
