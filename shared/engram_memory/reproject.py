@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import boto3
-from botocore.exceptions import BotoCoreError, ClientError
 
+from engram_memory.adapters.aws_errors import AWS_FAILURES
 from engram_memory.domain.context import Scope
 from engram_memory.services.projection import (
     EVENT_PREFIX,
@@ -323,7 +323,7 @@ def _progress(enabled: bool, client: Any, checkpoint: Checkpoint) -> _Bar | _Lin
     # dynamodb:DescribeTable the bar still counts, with no total and no ETA.
     try:
         total = client.describe_table(TableName=checkpoint.table)["Table"].get("ItemCount")
-    except (ClientError, BotoCoreError):
+    except AWS_FAILURES:
         total = None
     try:
         return _Bar(int(total) if total else None, checkpoint)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from botocore.exceptions import ClientError
-
+from engram_memory.adapters.aws_errors import AWS_FAILURES, translate
 from engram_memory.domain.errors import StoreUnavailable
 
 SOURCE = "engram-memory"
@@ -27,7 +26,7 @@ class EventBridgeHostNotifier:
                 "EventBusName": self._bus, "Source": SOURCE, "DetailType": DETAIL_TYPE,
                 "Detail": json.dumps(detail, sort_keys=True),
             }])
-        except ClientError as exc:
-            raise StoreUnavailable() from exc
+        except AWS_FAILURES as exc:
+            raise translate(exc) from exc
         if response.get("FailedEntryCount", 0):
             raise StoreUnavailable()

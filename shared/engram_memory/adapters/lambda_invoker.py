@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, ConnectionClosedError, ReadTimeoutError
+from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 
+from engram_memory.adapters.aws_errors import AWS_FAILURES, translate
 from engram_memory.domain.context import MUTATING_TOOLS, Tool
 from engram_memory.domain.errors import EngramError, MutationOutcomeUnknown, StoreUnavailable
 
@@ -91,10 +92,10 @@ class LambdaInvoker:
         except (ReadTimeoutError, ConnectionClosedError) as exc:
             logger.warning("tool invoke timed out", extra={"tool": tool.value})
             raise _unknown_outcome(tool) from exc
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             # The service refused the call before the function ran (throttle, missing, denied).
             logger.warning("tool invoke refused", extra={"tool": tool.value})
-            raise StoreUnavailable() from exc
+            raise translate(exc) from exc
         # Invoke returned: the function ran, so any failure from here on (a broken payload
         # stream included, e.g. ResponseStreamingError) may follow a committed mutation.
         try:

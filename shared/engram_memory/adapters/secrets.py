@@ -2,38 +2,16 @@
 
 Failures map to constant contract errors: throttling → RATE_LIMITED; a secret that is
 missing, undecryptable or not granted → CAPABILITY_UNAVAILABLE (paging cannot be offered
-safely without it); anything else → STORE_UNAVAILABLE (retriable).
+safely without it); anything else → STORE_UNAVAILABLE (retriable). The codes are read in
+adapters/aws_errors.py.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from engram_memory.domain.errors import (
-    CapabilityUnavailable,
-    EngramError,
-    RateLimited,
-    StoreUnavailable,
-)
-
-_THROTTLED = frozenset({"ThrottlingException", "TooManyRequestsException"})
-_UNUSABLE = frozenset({
-    "ResourceNotFoundException", "AccessDeniedException", "AccessDeniedFault",
-    "DecryptionFailure", "InvalidRequestException",
-})
-
-
-def _translate(exc: ClientError | BotoCoreError) -> EngramError:
-    if isinstance(exc, BotoCoreError):
-        return StoreUnavailable()
-    code = str(exc.response.get("Error", {}).get("Code", ""))
-    if code in _THROTTLED:
-        return RateLimited()
-    if code in _UNUSABLE:
-        return CapabilityUnavailable()
-    return StoreUnavailable()
+from engram_memory.adapters.aws_errors import AWS_FAILURES, translate_secrets
+from engram_memory.domain.errors import CapabilityUnavailable
 
 
 class SecretsManagerSecrets:
@@ -46,8 +24,8 @@ class SecretsManagerSecrets:
         """The current ``SecretString`` of ``secret_id``; a binary-only secret is unusable."""
         try:
             response = self._client.get_secret_value(SecretId=secret_id)
-        except (ClientError, BotoCoreError) as exc:
-            raise _translate(exc) from exc
+        except AWS_FAILURES as exc:
+            raise translate_secrets(exc) from exc
         value = response.get("SecretString")
         if not isinstance(value, str) or not value:
             raise CapabilityUnavailable

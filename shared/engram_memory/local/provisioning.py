@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from engram_memory.adapters.aws_errors import error_code
 from engram_memory.gate.definition import render_definition
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def _create_table(client: Any, name: str, shape: dict[str, Any]) -> bool:
     try:
         client.create_table(**kwargs)
     except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "ResourceInUseException":
+        if error_code(exc) == "ResourceInUseException":
             return False
         raise
     client.get_waiter("table_exists").wait(TableName=name)

@@ -15,7 +15,12 @@ from botocore.stub import Stubber
 from engram_memory.adapters.lambda_invoker import LambdaInvoker
 from engram_memory.contract.envelope import failure, success
 from engram_memory.domain.context import MUTATING_TOOLS, InvocationContext, Scope, Tool
-from engram_memory.domain.errors import MutationOutcomeUnknown, NotFound, StoreUnavailable
+from engram_memory.domain.errors import (
+    MutationOutcomeUnknown,
+    NotFound,
+    RateLimited,
+    StoreUnavailable,
+)
 from engram_memory.local.inprocess_invoker import InProcessInvoker
 from engram_memory.mcp.dispatch import (
     dispatch,
@@ -149,8 +154,16 @@ def test_lambda_invoke_sends_the_event_and_returns_the_envelope() -> None:
 def test_a_refused_invoke_is_store_unavailable() -> None:
     client = lambda_client()
     with Stubber(client) as stub:
-        stub.add_client_error("invoke", "TooManyRequestsException")
+        stub.add_client_error("invoke", "ResourceNotFoundException")
         with pytest.raises(StoreUnavailable):
+            LambdaInvoker(lambda _timeout: client, {Tool.CAPTURE: "fn"}).invoke(Tool.CAPTURE, {})
+
+
+def test_a_throttled_invoke_is_rate_limited_as_on_every_aws_path() -> None:
+    client = lambda_client()
+    with Stubber(client) as stub:
+        stub.add_client_error("invoke", "TooManyRequestsException")
+        with pytest.raises(RateLimited):
             LambdaInvoker(lambda _timeout: client, {Tool.CAPTURE: "fn"}).invoke(Tool.CAPTURE, {})
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
-from engram_memory.adapters.dynamodb.errors import translate_commit, translate_read
+from engram_memory.adapters.aws_errors import translate_commit, translate_read
 from engram_memory.adapters.dynamodb.items import ElementKind
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import (

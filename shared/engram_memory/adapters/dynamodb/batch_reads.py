@@ -14,11 +14,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from engram_memory.adapters.aws_errors import AWS_FAILURES, translate_read
 from engram_memory.adapters.dynamodb import items as it
 from engram_memory.adapters.dynamodb.confirmations import confirmation_from_item, confirmation_key
-from engram_memory.adapters.dynamodb.errors import translate_read
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import RateLimited
 from engram_memory.domain.journal import JournalHead
@@ -50,7 +48,7 @@ def _fetch(client: Any, keys: Sequence[ItemKey], found: dict[ItemKey, dict[str, 
     for attempt in range(UNPROCESSED_ATTEMPTS):
         try:
             response = client.batch_get_item(RequestItems=request)
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             raise translate_read(exc) from exc
         for table, rows in response.get("Responses", {}).items():
             for item in rows:

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from engram_memory.adapters.aws_errors import AWS_FAILURES, translate_conditional, translate_read
 from engram_memory.adapters.dynamodb import items as it
-from engram_memory.adapters.dynamodb.errors import translate_conditional, translate_read
 from engram_memory.domain.errors import IllegalTransition
 from engram_memory.services.confirmation import (
     REF_RE,
@@ -73,7 +71,7 @@ class DynamoConfirmationStore:
             response = self._client.get_item(
                 TableName=self._table, Key=_typed_key(scope, elicitation_ref), ConsistentRead=True,
             )
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             # Connection failures, timeouts and throttling too (errors.py, the one translator).
             raise translate_read(exc) from exc
         item = response.get("Item")
@@ -105,7 +103,7 @@ class DynamoConfirmationStore:
                     ":awaiting": {"S": ConfirmationState.AWAITING_DECISION.value},
                 },
             )
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             raise translate_conditional(exc, IllegalTransition) from exc
 
     def store_task_token(self, pk: str, sk: str, task_token: str) -> bool:
@@ -127,7 +125,7 @@ class DynamoConfirmationStore:
                     ":t": {"S": task_token},
                 },
             )
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             error = translate_conditional(exc, IllegalTransition)
             if isinstance(error, IllegalTransition):
                 return False
@@ -202,7 +200,7 @@ class DynamoConfirmationGate:
             response = self._client.get_item(
                 TableName=self._table, Key=_typed_key(ctx.scope, ref), ConsistentRead=True,
             )
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             raise translate_read(exc) from exc
         item = response.get("Item")
         found = confirmation_from_item(item) if item else None

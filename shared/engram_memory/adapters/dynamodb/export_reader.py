@@ -14,10 +14,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from engram_memory.adapters.aws_errors import AWS_FAILURES, translate_read
 from engram_memory.adapters.dynamodb import items as it
-from engram_memory.adapters.dynamodb.errors import translate_read
 from engram_memory.domain.context import Scope
 from engram_memory.domain.journal import JournalHead
 from engram_memory.domain.lifecycle import State
@@ -41,14 +39,14 @@ class DynamoExportReader:
     def _query(self, **kwargs: Any) -> dict[str, Any]:
         try:
             return dict(self._client.query(TableName=self._table, ConsistentRead=True, **kwargs))
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             raise translate_read(exc) from exc
 
     def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
         try:
             found = self._client.get_item(TableName=self._table, Key=it.key(pk, sk),
                                           ConsistentRead=True)
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             raise translate_read(exc) from exc
         item = found.get("Item")
         return None if item is None else dict(item)

@@ -13,8 +13,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from engram_memory.adapters.aws_errors import AWS_FAILURES
 from engram_memory.adapters.dynamodb import items as it
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import RestoreRefused
@@ -62,7 +61,7 @@ class DynamoForgetLedger:
         """The ledger table's creation instant (DescribeTable): no item write can move it."""
         try:
             table = self._client.describe_table(TableName=self._table)["Table"]
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             raise RestoreRefused from exc
         return int(table["CreationDateTime"].timestamp() * 1000)
 
@@ -81,7 +80,7 @@ class DynamoForgetLedger:
         while True:
             try:
                 page = self._client.scan(**request)
-            except (ClientError, BotoCoreError) as exc:
+            except AWS_FAILURES as exc:
                 raise RestoreRefused from exc
             for item in page.get("Items", []):
                 record = _record(item)

@@ -16,20 +16,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from engram_memory.domain.errors import EngramError, RateLimited, StoreUnavailable
+from engram_memory.adapters.aws_errors import (
+    AWS_FAILURES,
+    AwsFailure,
+    cancellation_codes,
+    is_cancelled,
+    is_retriable_reason,
+    is_throttling,
+    is_transaction_busy,
+    translate,
+)
+from engram_memory.domain.errors import RateLimited, StoreUnavailable
 
 _PAIRS_PER_TRANSACTION = 25
 _MAX_ATTEMPTS = 8
-_RETRIABLE = frozenset({
-    "TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded",
-    "RequestLimitExceeded",
-})
-_THROTTLING = frozenset({
-    "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
-    "TransactionInProgressException",
-})
 
 
 def df_key(scope_key: str, term: str) -> dict[str, Any]:
@@ -70,24 +70,20 @@ class PostingWriter:
                 self._client.transact_write_items(
                     TransactItems=[a for c in pending for a in self.actions(c)])
                 return
-            except ClientError as exc:
+            except AWS_FAILURES as exc:
                 pending = self._after_cancel(exc, pending)
-            except BotoCoreError as exc:
-                raise StoreUnavailable from exc
             # Conflicts and throttling clear with time: back off before the retry.
             self._sleep(min(0.02 * 2**attempt, 1.0))
         if pending:
             raise RateLimited
 
-    def _after_cancel(self, exc: ClientError, pending: list[PostingChange]) -> list[PostingChange]:
-        """The changes still to apply after a cancelled transaction (raises if fatal)."""
-        error = exc.response.get("Error", {})
-        code = error.get("Code", "")
-        if code in _THROTTLING:
+    def _after_cancel(self, exc: AwsFailure, pending: list[PostingChange]) -> list[PostingChange]:
+        """The changes still to apply after a failed transaction (raises if fatal)."""
+        if is_throttling(exc) or is_transaction_busy(exc):
             return pending
-        if code != "TransactionCanceledException":
-            raise _translate(exc) from exc
-        reasons = exc.response.get("CancellationReasons") or []
+        if not is_cancelled(exc):
+            raise translate(exc) from exc
+        reasons = cancellation_codes(exc)
         if len(reasons) != 2 * len(pending):
             if len(pending) == 1:
                 raise StoreUnavailable from exc
@@ -97,11 +93,11 @@ class PostingWriter:
             return []
         remaining: list[PostingChange] = []
         for i, change in enumerate(pending):
-            posting_code = reasons[2 * i].get("Code", "None")
-            counter_code = reasons[2 * i + 1].get("Code", "None")
+            posting_code, counter_code = reasons[2 * i], reasons[2 * i + 1]
             if posting_code == "ConditionalCheckFailed":
                 continue  # already applied by an earlier attempt: nothing to count
-            if {posting_code, counter_code} - {"None"} - _RETRIABLE:
+            if any(code != "None" and not is_retriable_reason(code)
+                   for code in (posting_code, counter_code)):
                 raise StoreUnavailable from exc
             remaining.append(change)
         return remaining
@@ -142,8 +138,3 @@ def _chunks(changes: Sequence[PostingChange]) -> list[list[PostingChange]]:
             chunks.append([change])
             open_terms.append({change.term})
     return chunks
-
-
-def _translate(exc: ClientError) -> EngramError:
-    code = exc.response.get("Error", {}).get("Code", "")
-    return RateLimited() if code in _THROTTLING else StoreUnavailable()

@@ -24,11 +24,17 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from engram_memory.adapters.aws_errors import (
+    AWS_FAILURES,
+    condition_failed,
+    is_cancelled,
+    is_throttling,
+    is_transaction_busy,
+    translate,
+)
 from engram_memory.adapters.dynamodb.posting_writer import PostingChange, PostingWriter, df_key
 from engram_memory.concurrency import in_background
-from engram_memory.domain.errors import EngramError, RateLimited, StoreUnavailable
+from engram_memory.domain.errors import RateLimited, StoreUnavailable
 from engram_memory.domain.impact import posting_codes, record_of, sort_key
 from engram_memory.domain.ranking import (
     FIELDS,
@@ -43,9 +49,6 @@ from engram_memory.services.read_ports import IndexedDocument, PostingRef, Searc
 if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
 
-_THROTTLING = frozenset({
-    "ProvisionedThroughputExceededException", "ThrottlingException", "RequestLimitExceeded",
-})
 _INDEXED = "indexed"
 _REMOVED = "removed"
 _CHUNK_BYTES = 300_000
@@ -66,21 +69,12 @@ def space(scope: Scope) -> str:
     return f"{scope.key}#{PROJECTION_GENERATION}"
 
 
-def translate_error(exc: ClientError | BotoCoreError) -> EngramError:
-    """The one place that reads DynamoDB error codes for the projection."""
-    if isinstance(exc, ClientError):
-        code = exc.response.get("Error", {}).get("Code", "")
-        if code in _THROTTLING:
-            return RateLimited()
-    return StoreUnavailable()
-
-
 def call_translated(client: Any, operation: str, **kwargs: Any) -> dict[str, Any]:
     """``client.<operation>(**kwargs)``, its failures as the projection's EngramErrors."""
     try:
         response: dict[str, Any] = getattr(client, operation)(**kwargs)
-    except (ClientError, BotoCoreError) as exc:
-        raise translate_error(exc) from exc
+    except AWS_FAILURES as exc:
+        raise translate(exc) from exc
     return response
 
 
@@ -118,16 +112,6 @@ def _document_of(record_id: str, item: dict[str, Any]) -> IndexedDocument:
         record_digest=item["digest"]["S"],
         lengths=_ints(item["len"]["S"]),
         term_chunks=int(item["chunks"]["N"]),
-    )
-
-
-def _is_condition_failure(exc: ClientError) -> bool:
-    error = exc.response.get("Error", {})
-    if error.get("Code") == "ConditionalCheckFailedException":
-        return True
-    reasons = exc.response.get("CancellationReasons") or []
-    return error.get("Code") == "TransactionCanceledException" and any(
-        r.get("Code") == "ConditionalCheckFailed" for r in reasons
     )
 
 
@@ -188,14 +172,11 @@ class DynamoProjectionStore:
             try:
                 self._client.update_item(**request)
                 return
-            except ClientError as exc:
-                code = exc.response.get("Error", {}).get("Code", "")
-                if code == "ConditionalCheckFailedException":
+            except AWS_FAILURES as exc:
+                if condition_failed(exc):
                     return
-                if code != "TransactionConflictException":
-                    raise translate_error(exc) from exc
-            except BotoCoreError as exc:
-                raise translate_error(exc) from exc
+                if not is_transaction_busy(exc):
+                    raise translate(exc) from exc
             # The stats item is inside a commit transaction right now: wait, then retry.
             time.sleep(min(0.02 * 2**attempt, 0.5))
         raise RateLimited
@@ -314,14 +295,10 @@ class DynamoProjectionStore:
         actions.append(self._stats_update(scope, 1, analyzed.lengths))
         try:
             self._client.transact_write_items(TransactItems=actions)
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code in {"TransactionCanceledException", "TransactionConflictException",
-                        *_THROTTLING}:
+        except AWS_FAILURES as exc:
+            if is_cancelled(exc) or is_transaction_busy(exc) or is_throttling(exc):
                 return False
-            raise translate_error(exc) from exc
-        except BotoCoreError as exc:
-            raise translate_error(exc) from exc
+            raise translate(exc) from exc
         return True
 
     def commit_indexed(self, scope: Scope, analyzed: AnalyzedDocument, record_digest: str,
@@ -452,12 +429,10 @@ class DynamoProjectionStore:
     def _transact(self, items: list[dict[str, Any]]) -> bool:
         try:
             self._client.transact_write_items(TransactItems=items)
-        except ClientError as exc:
-            if _is_condition_failure(exc):
+        except AWS_FAILURES as exc:
+            if condition_failed(exc):
                 return False
-            raise translate_error(exc) from exc
-        except BotoCoreError as exc:
-            raise translate_error(exc) from exc
+            raise translate(exc) from exc
         return True
 
     def _batch_get(self, keys: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -12,10 +12,9 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from engram_memory.adapters.aws_errors import AWS_FAILURES, condition_failed, translate
 from engram_memory.adapters.dynamodb import items as it
-from engram_memory.adapters.dynamodb.projection_store import call_translated, translate_error
+from engram_memory.adapters.dynamodb.projection_store import call_translated
 from engram_memory.domain.errors import BlobMissing, StoreUnavailable
 from engram_memory.services.read_ports import (
     ACCEPTED_CURRENT,
@@ -134,12 +133,10 @@ class DynamoRecordReader:
                 ),
                 ExpressionAttributeValues={":complete": {"S": INVALIDATION_COMPLETE}},
             )
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
+        except AWS_FAILURES as exc:
+            if condition_failed(exc):
                 return
-            raise translate_error(exc) from exc
-        except BotoCoreError as exc:
-            raise translate_error(exc) from exc
+            raise translate(exc) from exc
 
     def _row(self, scope: Scope, item: dict[str, Any]) -> RecordRow | None:
         record_id = item["sk"]["S"].removeprefix("REC#")

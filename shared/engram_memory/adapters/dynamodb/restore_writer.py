@@ -17,10 +17,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from engram_memory.adapters.aws_errors import (
+    AWS_FAILURES,
+    condition_failed,
+    is_cancelled,
+    translate_commit,
+    translate_read,
+)
 from engram_memory.adapters.dynamodb import items as it
-from engram_memory.adapters.dynamodb.errors import error_code, translate_commit, translate_read
 from engram_memory.domain.canonical import canonical_json
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import RateLimited, RestoreRefused
@@ -54,7 +58,7 @@ class DynamoRestoreWriter:
     def _call(self, name: str, **kwargs: Any) -> dict[str, Any]:
         try:
             return dict(getattr(self._client, name)(**kwargs))
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             raise translate_read(exc) from exc
 
     def progress(self, scope: Scope) -> RestoreProgress | None:
@@ -84,11 +88,9 @@ class DynamoRestoreWriter:
         try:
             self._client.put_item(TableName=self._table, Item=item,
                                   ConditionExpression="attribute_not_exists(pk)")
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
+        except AWS_FAILURES as exc:
+            if condition_failed(exc):
                 raise RestoreRefused from None
-            raise translate_read(exc) from exc
-        except BotoCoreError as exc:
             raise translate_read(exc) from exc
 
     def advance(self, scope: Scope, progress: RestoreProgress, offset: int,
@@ -108,11 +110,9 @@ class DynamoRestoreWriter:
                 UpdateExpression=update,
                 ConditionExpression="restore_digest = :d AND restore_offset = :old",
                 ExpressionAttributeValues=values)
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
+        except AWS_FAILURES as exc:
+            if condition_failed(exc):
                 raise RestoreRefused from None
-            raise translate_read(exc) from exc
-        except BotoCoreError as exc:
             raise translate_read(exc) from exc
 
     def source_forgotten(self, source: Scope, record_ids: list[str]) -> set[str]:
@@ -182,8 +182,8 @@ class DynamoRestoreWriter:
                                 "cursor": it.n(event.cursor)}}}
         try:
             self._client.transact_write_items(TransactItems=[head, put])
-        except (ClientError, BotoCoreError) as exc:
-            if isinstance(exc, ClientError) and error_code(exc) == "TransactionCanceledException":
+        except AWS_FAILURES as exc:
+            if is_cancelled(exc):
                 raise RestoreRefused from exc  # the fence moved: another restore or a rollback
             raise translate_commit(exc, [it.ElementKind.HEAD, it.ElementKind.HEAD]) from exc
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from engram_memory.adapters.dynamodb.projection_store import translate_error
+from engram_memory.adapters.aws_errors import AWS_FAILURES, translate
 from engram_memory.domain.context import Scope
 
 _JOURNAL = "JOURNAL#"
@@ -38,8 +36,8 @@ class DynamoScopes:
         while True:
             try:
                 page = self._client.scan(**request)
-            except (ClientError, BotoCoreError) as exc:
-                raise translate_error(exc) from exc
+            except AWS_FAILURES as exc:
+                raise translate(exc) from exc
             for item in page.get("Items", []):
                 parts = item["pk"]["S"].split("#")
                 if len(parts) == 3 and all(parts[1:]):

@@ -13,12 +13,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from engram_memory.adapters.aws_errors import (
+    AWS_FAILURES,
+    sdk_retried,
+    translate_commit,
+    translate_read,
+)
 from engram_memory.adapters.dynamodb import items as it
 from engram_memory.adapters.dynamodb.batch_reads import read_together
 from engram_memory.adapters.dynamodb.confirmations import consumption_element
-from engram_memory.adapters.dynamodb.errors import translate_commit, translate_read
 from engram_memory.adapters.dynamodb.forget_ledger import ledger_element
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import BlobMissing, EngramError, MutationOutcomeUnknown
@@ -45,13 +48,6 @@ from engram_memory.services.ports import (
 _RECORD_FIELDS = "record_id, #state, record_digest, payload_digest, record_parts"
 
 
-def _sdk_retried(exc: ClientError | BotoCoreError) -> bool:
-    """True when botocore sent the request more than once before this answer."""
-    if not isinstance(exc, ClientError):
-        return False
-    return int(exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0) or 0) > 0
-
-
 class DynamoMemoryStore:
     """MemoryStore over the main table and the key table (and the forget ledger's)."""
 
@@ -68,7 +64,7 @@ class DynamoMemoryStore:
         try:
             response = self._client.get_item(TableName=table, Key=it.key(pk, sk),
                                              ConsistentRead=True, **kwargs)
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             raise translate_read(exc) from exc
         item = response.get("Item")
         return None if item is None else dict(item)
@@ -134,7 +130,7 @@ class DynamoMemoryStore:
         while True:
             try:
                 page = self._client.query(**kwargs)
-            except (ClientError, BotoCoreError) as exc:
+            except AWS_FAILURES as exc:
                 raise translate_read(exc) from exc
             for item in page.get("Items", []):
                 yield JournalEvent.from_json(it.text(item, "event"),
@@ -159,7 +155,7 @@ class DynamoMemoryStore:
             kwargs["ExclusiveStartKey"] = it.key(it.expiry_pk(scope), after)
         try:
             page = self._client.query(**kwargs)
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             raise translate_read(exc) from exc
         entries = [it.to_due_expiry(item) for item in page.get("Items", [])]
         last = page.get("LastEvaluatedKey")
@@ -170,7 +166,7 @@ class DynamoMemoryStore:
         try:
             self._client.delete_item(TableName=self._main, Key=it.key(
                 it.expiry_pk(scope), it.expiry_sk(due.expires_at_ms, due.record_id)))
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             raise translate_read(exc) from exc
 
     # --- the commit ---------------------------------------------------------------------
@@ -181,10 +177,10 @@ class DynamoMemoryStore:
         kinds = [kind for kind, _ in elements]
         try:
             self._client.transact_write_items(TransactItems=[body for _, body in elements])
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             error = translate_commit(exc, kinds, _head_of)
             if (isinstance(error, CommitConflict) and ConflictKind.IDEMPOTENCY in error.kinds
-                    and _sdk_retried(exc)):
+                    and sdk_retried(exc)):
                 # The SDK resent the commit after a lost answer: the key we now meet may be
                 # our own first attempt, so a replay would mislead. Unknown; a retry tells.
                 raise MutationOutcomeUnknown from exc

@@ -21,10 +21,8 @@ import binascii
 import re
 from typing import TYPE_CHECKING, Any, Final
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from engram_memory.adapters.aws_errors import AWS_FAILURES, translate_read
 from engram_memory.adapters.dynamodb import items as it
-from engram_memory.adapters.dynamodb.errors import translate_read
 from engram_memory.adapters.dynamodb.items import (
     ADJUDICATION_KIND,
     CONFIRMATION_KIND,
@@ -136,7 +134,7 @@ class DynamoWaitingList:
             request["ExclusiveStartKey"] = {name: it.s(value) for name, value in start.items()}
         try:
             response = self._client.query(**request)
-        except (ClientError, BotoCoreError) as exc:
+        except AWS_FAILURES as exc:
             raise translate_read(exc) from exc
         found: list[dict[str, Any]] = response.get("Items", [])
         last = response.get("LastEvaluatedKey")

@@ -16,8 +16,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from engram_memory.adapters.aws_errors import AWS_FAILURES
 from engram_memory.services.semantic_ports import EmbedderInfo, SemanticChannelError, Vector
 
 MODEL_ID = "amazon.titan-embed-text-v2:0"
@@ -56,7 +55,7 @@ class TitanV2Embedder:
                                                contentType="application/json",
                                                accept="application/json")
             values = json.loads(answer["body"].read())["embedding"]
-        except (ClientError, BotoCoreError, KeyError, TypeError, ValueError):
+        except (*AWS_FAILURES, KeyError, TypeError, ValueError):
             raise SemanticChannelError from None
         if not isinstance(values, list) or len(values) != self._dimension:
             raise SemanticChannelError

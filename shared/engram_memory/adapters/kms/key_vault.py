@@ -1,7 +1,8 @@
 """KeyVault over AWS KMS: one AES-256 data key per candidate under the tenant key.
 
 The encryption context binds tenant, workspace and candidate id: a wrapped key copied to
-another candidate or scope does not decrypt. KMS failures map to constant contract errors.
+another candidate or scope does not decrypt. KMS failures map to constant contract
+errors (adapters/aws_errors.py).
 """
 
 from __future__ import annotations
@@ -9,36 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
-from engram_memory.domain.errors import (
-    BlobMissing,
-    CapabilityUnavailable,
-    EngramError,
-    RateLimited,
-    StoreUnavailable,
-)
+from engram_memory.adapters.aws_errors import AWS_FAILURES, translate_kms
 from engram_memory.services.ports import DataKey
-
-_THROTTLED = frozenset({"ThrottlingException", "LimitExceededException"})
-_KEY_UNUSABLE = frozenset({
-    "DisabledException", "KMSInvalidStateException", "NotFoundException",
-    "KeyUnavailableException", "AccessDeniedException",
-})
-_MATERIAL_UNUSABLE = frozenset({"InvalidCiphertextException", "IncorrectKeyException"})
-
-
-def _translate(exc: ClientError | BotoCoreError) -> EngramError:
-    if isinstance(exc, BotoCoreError):
-        return StoreUnavailable()
-    code = str(exc.response.get("Error", {}).get("Code", ""))
-    if code in _THROTTLED:
-        return RateLimited()
-    if code in _KEY_UNUSABLE:
-        return CapabilityUnavailable()
-    if code in _MATERIAL_UNUSABLE:
-        return BlobMissing()
-    return StoreUnavailable()
 
 
 class KmsKeyVault:
@@ -53,8 +26,8 @@ class KmsKeyVault:
         try:
             response = self._client.generate_data_key(
                 KeyId=self._key_id, KeySpec="AES_256", EncryptionContext=dict(context))
-        except (ClientError, BotoCoreError) as exc:
-            raise _translate(exc) from exc
+        except AWS_FAILURES as exc:
+            raise translate_kms(exc) from exc
         return DataKey(plaintext=bytes(response["Plaintext"]),
                        wrapped=bytes(response["CiphertextBlob"]),
                        key_id=str(response["KeyId"]))
@@ -64,6 +37,6 @@ class KmsKeyVault:
         try:
             response = self._client.decrypt(
                 CiphertextBlob=wrapped, KeyId=self._key_id, EncryptionContext=dict(context))
-        except (ClientError, BotoCoreError) as exc:
-            raise _translate(exc) from exc
+        except AWS_FAILURES as exc:
+            raise translate_kms(exc) from exc
         return bytes(response["Plaintext"])

@@ -1,7 +1,7 @@
 """The MemoryStore port in memory, with the DynamoDB store's commit semantics.
 
 A commit is all-or-nothing under one lock and fails exactly as the DynamoDB adapter
-reports a cancelled ``TransactWriteItems`` (adapters/dynamodb/errors.py): a taken
+reports a cancelled ``TransactWriteItems`` (adapters/aws_errors.py): a taken
 idempotency key → CommitConflict(IDEMPOTENCY, …); else a confirmation that is not
 consumable → GateFailed; else a moved head alone → CommitConflict(HEAD) naming the head
 that won; else the failed kinds (HEAD, STATE). tests/integration/write_path/

@@ -2,7 +2,8 @@
 
 The execution is named after the elicitation ref, so a retried StartExecution can never
 start a second workflow for the same confirmation. Decisions travel as SendTaskSuccess
-(approval instants as the task output) or SendTaskFailure (error ``Rejected``).
+(approval instants as the task output) or SendTaskFailure (error ``Rejected``). A task no
+longer awaiting is ILLEGAL_TRANSITION (adapters/aws_errors.py).
 """
 
 from __future__ import annotations
@@ -10,38 +11,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from engram_memory.adapters.aws_errors import AWS_FAILURES, translate_stepfunctions
 from engram_memory.adapters.dynamodb.confirmations import confirmation_key
 from engram_memory.adapters.dynamodb.items import confirmation_waiting_sk, waiting_pk
-from engram_memory.domain.errors import (
-    EngramError,
-    IllegalTransition,
-    RateLimited,
-    StoreUnavailable,
-)
 
 if TYPE_CHECKING:
     from engram_memory.services.confirmation import ConfirmationRequest
 
 REJECTED_ERROR = "Rejected"
-_THROTTLING = frozenset({"ThrottlingException", "TooManyRequestsException"})
-# The task is gone (timed out, already decided) or the token is not ours.
-_NOT_AWAITING = frozenset({"TaskTimedOut", "TaskDoesNotExist", "InvalidToken"})
-
-
-def translate_error(exc: ClientError | BotoCoreError) -> EngramError:
-    """The one place that reads Step Functions ClientError codes (and transport failures)."""
-    if isinstance(exc, BotoCoreError):
-        # Unreachable, timed out: retriable, the host answers 503 and may ask again.
-        return StoreUnavailable()
-    code = exc.response.get("Error", {}).get("Code", "")
-    if code in _NOT_AWAITING:
-        return IllegalTransition()
-    if code in _THROTTLING:
-        return RateLimited()
-    # ExecutionAlreadyExists with another input would mean a reused ref: never silently ok.
-    return StoreUnavailable()
 
 
 def execution_input(request: ConfirmationRequest) -> dict[str, Any]:
@@ -87,8 +64,8 @@ class StepFunctionsConfirmationWorkflow:
                 name=request.elicitation_ref,
                 input=json.dumps(execution_input(request), sort_keys=True),
             )
-        except (ClientError, BotoCoreError) as exc:
-            raise translate_error(exc) from exc
+        except AWS_FAILURES as exc:
+            raise translate_stepfunctions(exc) from exc
 
     def approve(self, task_token: str, approved_at_ms: int, window_ends_at_ms: int) -> None:
         """SendTaskSuccess: the workflow records the approval and opens the window."""
@@ -96,8 +73,8 @@ class StepFunctionsConfirmationWorkflow:
                   "window_ends_at_ms": str(window_ends_at_ms)}
         try:
             self._client.send_task_success(taskToken=task_token, output=json.dumps(output))
-        except (ClientError, BotoCoreError) as exc:
-            raise translate_error(exc) from exc
+        except AWS_FAILURES as exc:
+            raise translate_stepfunctions(exc) from exc
 
     def reject(self, task_token: str) -> None:
         """SendTaskFailure with the ``Rejected`` error the ASL catches."""
@@ -106,5 +83,5 @@ class StepFunctionsConfirmationWorkflow:
                 taskToken=task_token, error=REJECTED_ERROR,
                 cause="The human rejected the operation.",
             )
-        except (ClientError, BotoCoreError) as exc:
-            raise translate_error(exc) from exc
+        except AWS_FAILURES as exc:
+            raise translate_stepfunctions(exc) from exc

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from engram_memory.adapters.aws_errors import AWS_FAILURES
 from engram_memory.services.semantic_ports import SemanticChannelError, Vector, VectorHit
 
 if TYPE_CHECKING:
@@ -79,5 +78,5 @@ class S3VectorsIndex:
         try:
             return getattr(self._client, operation)(
                 vectorBucketName=self._bucket, indexName=self._index, **kwargs)
-        except (ClientError, BotoCoreError):
+        except AWS_FAILURES:
             raise SemanticChannelError from None
