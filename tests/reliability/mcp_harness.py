@@ -26,7 +26,7 @@ from engram_memory.local.inprocess_invoker import (
     default_functions_dir,
     load_handler,
 )
-from engram_memory.local.tokens import (
+from tests.support.host_tokens import (
     generate_host_key,
     mint_agent_token,
     mint_maintainer_token,

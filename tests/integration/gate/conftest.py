@@ -27,7 +27,7 @@ from engram_memory.local.provisioning import (
     provisioned_variables,
 )
 from engram_memory.local.queue_pump import run_queue_pump
-from engram_memory.local.tokens import (
+from tests.support.host_tokens import (
     generate_host_key,
     mint_agent_token,
     mint_maintainer_token,

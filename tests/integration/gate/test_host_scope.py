@@ -13,7 +13,7 @@ from typing import Any
 import jwt
 import pytest
 from engram_memory import bootstrap
-from engram_memory.local.tokens import key_id
+from tests.support.host_tokens import key_id
 
 from tests.integration.gate.conftest import _HOST_KEY, GateEnv
 from tests.integration.gate.host import host_call, request_confirmation

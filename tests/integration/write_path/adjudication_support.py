@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from engram_memory.domain.context import Tool
-from engram_memory.local.tokens import generate_host_key, mint_maintainer_token, public_pem
+from tests.support.host_tokens import generate_host_key, mint_maintainer_token, public_pem
 
 from functions.request_admission.handler import lambda_handler as admission_handler
 from tests.integration.conftest import AwsEnv

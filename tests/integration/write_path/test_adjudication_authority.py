@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from engram_memory.domain.context import Tool
-from engram_memory.local.tokens import (
+from tests.support.host_tokens import (
     generate_host_key,
     mint_agent_token,
 )
