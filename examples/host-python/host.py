@@ -73,7 +73,8 @@ def agent_turn_minter(deployment: Deployment, agent_id: str,
     return functools.partial(
         mint_agent_token, deployment.key, issuer=deployment.issuer,
         audience=deployment.audience, tenant=deployment.tenant,
-        workspace=deployment.workspace, purpose_ref=PURPOSE, capabilities=TOOLS, principal=PRINCIPAL, agent_id=agent_id,
+        workspace=deployment.workspace, purpose_ref=PURPOSE, capabilities=TOOLS,
+        principal=PRINCIPAL, agent_id=agent_id,
         session="turn-" + secrets.token_hex(6), confirmation_ref=confirmation_ref,
         ttl_s=120)
 

@@ -130,6 +130,7 @@ def test_the_index_dimension_follows_the_embedder() -> None:
 
 def _host_keys() -> list[dict[str, Any]]:
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+
     from tests.support.host_tokens import public_jwk
 
     return [public_jwk(ed25519.Ed25519PrivateKey.generate(), "host-2026-06"),

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ed25519
+
 from tests.support.host_tokens import generate_host_key, public_pem
 
 REPO = Path(__file__).resolve().parents[2]

@@ -24,6 +24,10 @@ from engram_memory.host_token import (
     verify_agent_token,
     verify_maintainer_token,
 )
+from engram_memory.settings import Settings
+from engram_memory_host import ClaimRuleError, HostKey
+from engram_memory_host import mint_maintainer_token as kit_mint_maintainer_token
+
 from tests.support.host_tokens import (
     host_jwks,
     key_id,
@@ -32,9 +36,6 @@ from tests.support.host_tokens import (
     public_jwk,
     public_pem,
 )
-from engram_memory.settings import Settings
-from engram_memory_host import ClaimRuleError, HostKey
-from engram_memory_host import mint_maintainer_token as kit_mint_maintainer_token
 
 NOW = 1_800_000_000.0
 ISS = "https://host.example"

@@ -15,7 +15,6 @@ from engram_memory_host import (
     mint_agent_token,
     mint_maintainer_token,
 )
-
 from engram_memory_host.conformance import (
     agent_violations,
     maintainer_violations,

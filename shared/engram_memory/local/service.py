@@ -265,7 +265,8 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", config.log_level.upper())
     prepare_moto_dynamodb()  # serializable like DynamoDB: no lost commits under concurrency
     moto = start_moto()
-    os.environ.update(_environment(config, identity, HostKeyRing([key]).jwks_json(), LocalSettings.from_env()))
+    jwks = HostKeyRing([key]).jwks_json()
+    os.environ.update(_environment(config, identity, jwks, LocalSettings.from_env()))
     rebuild = _provision(home, restore=config.data_dir is not None)
     _reset_wiring()
     if rebuild:

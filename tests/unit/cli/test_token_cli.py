@@ -11,6 +11,7 @@ import pytest
 from engram_memory.cli import main as cli
 from engram_memory.host_token import keys_from_jwks
 from engram_memory.local import state
+
 from tests.support.host_tokens import host_jwks, key_id, load_or_create_host_key
 
 
