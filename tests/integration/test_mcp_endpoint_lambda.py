@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from engram_memory import bootstrap
-from engram_memory.local.tokens import mint_agent_token, public_pem
+
+from tests.support.host_tokens import mint_agent_token, public_pem
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "tests" / "events"
