@@ -109,3 +109,21 @@ def test_a_session_outliving_its_token_lifetime_keeps_working(report: dict[str, 
     assert steps["afterExpiry"] == 6
     assert steps["mints"] >= 2
     assert steps["staleRefused"] is True  # without the refresh the same wait is refused
+
+
+EXAMPLE = KIT.parents[1] / "examples" / "host-typescript"
+
+
+def test_the_typescript_host_example_runs_its_whole_story(
+    service: RunningService, kit: None,
+) -> None:
+    npm_ci(EXAMPLE)
+    base = {"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp")}
+    done = subprocess.run(
+        ["node", "host.mjs"], cwd=EXAMPLE, capture_output=True, text=True, timeout=TIMEOUT_S,
+        check=False, env={**base, "ENGRAM_LOCAL_HOME": str(service.home),
+                          "ENGRAM_BASE_URL": service.base_url, "ENGRAM_WORKSPACE": WORKSPACE})
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "admission: accepted" in done.stdout
+    assert "search found it: true" in done.stdout
+    assert "(tombstoned)" in done.stdout
