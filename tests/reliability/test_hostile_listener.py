@@ -191,7 +191,7 @@ def test_a_response_before_the_body_was_read_closes_the_connection(
 def test_a_body_trickled_in_is_cut_off_at_the_body_deadline(
     listener: tuple[int, Recorder],
 ) -> None:
-    port, app = listener
+    port, _ = listener
     started = time.monotonic()
     with connections(port, 4) as socks:
         for sock in socks:
