@@ -62,7 +62,7 @@ def workload(durations: dict[str, list[tuple[float, float]]]) -> str:
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "false"
     from engram_memory.local import inprocess_invoker
     from engram_memory.local.service import LocalConfig, start_service
-    from engram_memory.local.state import host_key
+    from engram_memory.service_home import host_key
     from engram_memory_host import mint_maintainer_token
 
     original = inprocess_invoker.InProcessInvoker.invoke

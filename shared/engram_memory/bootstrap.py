@@ -67,7 +67,8 @@ def override(**ports: Any) -> None:
 
 
 def provide(**factories: Any) -> None:
-    """Register adapter factories by seam name (``adjudication_invoker``, ``vector_index``)."""
+    """Register adapter factories by seam name (``adjudication_invoker``, ``vector_index``,
+    ``in_process_projector``)."""
     _provided.update(factories)
     _clear()
 

@@ -11,7 +11,8 @@ stream records that carry keys and no images. Idempotent: run it as often as nee
 ``python -m engram_memory.reproject --function <projector function name>`` scans the main
 table (``ENGRAM_TABLE_NAME``; keys only) with the operator's credentials and invokes the
 deployed projector; ``--in-process`` runs ``functions/projector/handler.py`` here instead
-(the local service, tests). It prints counts, never keys or content.
+(where local mode's composition is installed: the local service, tests). It prints
+counts, never keys or content.
 
 A large workspace takes a while, so the command shows a progress bar with an ETA over the
 table's items (tqdm, the ``operator`` extra; plain lines without it) and keeps a
@@ -39,6 +40,7 @@ from typing import Any, Protocol
 
 import boto3
 
+from engram_memory import bootstrap
 from engram_memory.adapters.aws_errors import AWS_FAILURES
 from engram_memory.domain.context import Scope
 from engram_memory.services.projection import (
@@ -259,25 +261,17 @@ def lambda_projector(function: str, client: Any) -> Projector:
 
 
 def in_process_projector() -> Projector:
-    """``functions/projector/handler.py`` in this process (local service, tests)."""
-    from engram_memory.local import adapters  # a checkout's tool, not a Lambda's
-    from engram_memory.local.inprocess_invoker import (
-        LocalLambdaContext,
-        default_functions_dir,
-        load_handler,
-    )
+    """``functions/projector/handler.py`` in this process (the local service, tests).
 
-    adapters.install()
-
-    handler = load_handler(default_functions_dir(), "projector")
-    if handler is None:
-        raise SystemExit("functions/projector/handler.py not found")
-
-    def call(event: dict[str, Any]) -> dict[str, Any]:
-        answer: dict[str, Any] = handler(event, LocalLambdaContext("projector"))
-        return answer
-
-    return call
+    Local mode's composition provides it (``engram_memory.local.adapters.install``, seam
+    ``in_process_projector``): this deployed-stack tool never imports local mode.
+    """
+    factory = bootstrap.provided("in_process_projector")
+    if factory is None:
+        raise SystemExit("--in-process runs only where local mode is installed "
+                         "(engram_memory.local.adapters.install)")
+    projector: Projector = factory()
+    return projector
 
 
 class _Bar:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from engram_memory.local.service import LocalConfig, RunningService, start_service
-from engram_memory.local.state import HOST_KEY_FILE
+from engram_memory.service_home import HOST_KEY_FILE
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests.support.host_tokens import load_or_create_host_key, mint_maintainer_token

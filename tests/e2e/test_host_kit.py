@@ -14,7 +14,7 @@ import httpx2
 import pytest
 from engram_memory import bootstrap, env_names
 from engram_memory.local.service import RunningService
-from engram_memory.local.state import HOST_KEY_FILE
+from engram_memory.service_home import HOST_KEY_FILE
 from engram_memory_host import (
     ClaimRuleError,
     HostClient,

@@ -6,7 +6,7 @@ import time
 
 import httpx2
 from engram_memory.local.service import RunningService
-from engram_memory.local.state import HOST_KEY_FILE
+from engram_memory.service_home import HOST_KEY_FILE
 
 from tests.support.host_tokens import load_or_create_host_key, mint_maintainer_token
 

@@ -12,7 +12,7 @@ import httpx2
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from engram_memory.local.service import RunningService
-from engram_memory.local.state import HOST_KEY_FILE
+from engram_memory.service_home import HOST_KEY_FILE
 from mcp.shared.exceptions import MCPError
 
 from tests.support.host_tokens import load_or_create_host_key, mint_agent_token

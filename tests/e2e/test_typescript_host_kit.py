@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from engram_memory.local.service import RunningService
-from engram_memory.local.state import HOST_KEY_FILE
+from engram_memory.service_home import HOST_KEY_FILE
 
 from .conftest import PURPOSE, WORKSPACE
 from .ts_support import npm_ci, require_node

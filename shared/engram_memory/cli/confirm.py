@@ -17,7 +17,7 @@ from typing import Any
 
 from engram_memory_host import mint_maintainer_token
 
-from engram_memory.local import state
+from engram_memory import service_home
 
 DEFAULT_WORKSPACE = "default"
 _TIMEOUT_S = 30
@@ -34,12 +34,12 @@ def _read_arguments(value: str) -> dict[str, Any]:
 
 def _service(data_dir: Path | None) -> tuple[str, str]:
     """(base URL of the running service, maintainer token)."""
-    home = state.home_dir(data_dir)
-    identity = state.read_identity(home)
+    home = service_home.home_dir(data_dir)
+    identity = service_home.read_identity(home)
     if identity is None or not identity.endpoint:
         raise SystemExit("no local service found: start `engram-memory serve` first")
     base = identity.endpoint.rsplit("/mcp", 1)[0]
-    token = mint_maintainer_token(state.host_key(home), issuer=identity.issuer,
+    token = mint_maintainer_token(service_home.host_key(home), issuer=identity.issuer,
                                   audience=identity.audience, tenant=identity.tenant,
                                   subject="local-cli", tenant_wide=True)
     return base, token

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from engram_memory_host import DEFAULT_TTL_S, mint_maintainer_token
 
+from engram_memory import service_home
 from engram_memory.cli._common import csv
-from engram_memory.local import state
 
 BANNER = """\
 engram-memory local service
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
                          log_level=args.log_level, console=True)
     service = start_service(config, background=False)
     maintainer = mint_maintainer_token(
-        state.host_key(service.home), issuer=service.identity.issuer,
+        service_home.host_key(service.home), issuer=service.identity.issuer,
         audience=service.identity.audience, tenant=service.identity.tenant,
         subject="local-operator", tenant_wide=True)
     print(BANNER.format(

@@ -14,8 +14,8 @@ from engram_memory_host import (
     mint_maintainer_token,
 )
 
+from engram_memory import service_home
 from engram_memory.cli._common import csv
-from engram_memory.local import state
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,9 +44,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print one token on stdout (nothing else, so ``$(engram-memory token ...)`` works);
     a token the service would refuse is not minted: the claim rule is named on stderr."""
-    home = state.home_dir(args.data_dir)
-    key = state.host_key(home)
-    identity = state.load_identity(home, None)
+    home = service_home.home_dir(args.data_dir)
+    key = service_home.host_key(home)
+    identity = service_home.load_identity(home, None)
     tenant = args.tenant or identity.tenant
     try:
         if args.maintainer:

@@ -23,7 +23,7 @@ from typing import Any
 import uvicorn
 from engram_memory_host import HostKeyRing, mint_agent_token
 
-from engram_memory import bootstrap, env_names
+from engram_memory import bootstrap, env_names, service_home
 from engram_memory.composition.endpoint import build_endpoint
 from engram_memory.domain.ranking import PROJECTION_GENERATION
 from engram_memory.local import adapters, state
@@ -78,7 +78,7 @@ class RunningService:
 
     config: LocalConfig
     home: Path
-    identity: state.LocalIdentity
+    identity: service_home.LocalIdentity
     settings: Settings
     moto: MotoService
     port: int
@@ -104,7 +104,7 @@ class RunningService:
         ``principal`` and ``agent_id`` default to the local user and agent)."""
         claims.setdefault("principal", "local-user")
         claims.setdefault("agent_id", "local-agent")
-        return mint_agent_token(state.host_key(self.home), issuer=self.identity.issuer,
+        return mint_agent_token(service_home.host_key(self.home), issuer=self.identity.issuer,
                                 audience=self.identity.audience, tenant=self.identity.tenant,
                                 **claims)
 
@@ -123,7 +123,7 @@ class RunningService:
         _reset_wiring()
 
 
-def _environment(config: LocalConfig, identity: state.LocalIdentity, jwks: str,
+def _environment(config: LocalConfig, identity: service_home.LocalIdentity, jwks: str,
                  local: LocalSettings) -> dict[str, str]:
     """The deployment variables the local service sets (the stack sets the same names)."""
     prefix = f"engram-{identity.tenant}"
@@ -256,9 +256,9 @@ def resource_url(host: str, port: int, configured: str = "") -> str:
 def start_service(config: LocalConfig, *, background: bool = True) -> RunningService:
     """Start everything; with ``background`` uvicorn runs in a thread (tests, embedding)."""
     adapters.install()
-    home = state.home_dir(config.data_dir)
-    key = state.host_key(home)
-    identity = state.load_identity(home, config.tenant)
+    home = service_home.home_dir(config.data_dir)
+    key = service_home.host_key(home)
+    identity = service_home.load_identity(home, config.tenant)
     # The handlers' Powertools loggers follow --log-level (warning by default), so the console
     # shows what a person needs, not a JSON line per sweep or call; LOG_LEVEL-style
     # overrides already in the environment win.
@@ -290,7 +290,7 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     server = uvicorn.Server(uv_config)
     service = RunningService(config, home, identity, settings, moto, port, server, stop_event,
                              threads, sock, configured)
-    state.write_endpoint(home, service.mcp_url)
+    service_home.write_endpoint(home, service.mcp_url)
     if background:
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
                                   name="uvicorn", daemon=True)
