@@ -62,7 +62,7 @@ def load_records(corpus: Corpus, count: int, dynamodb: Any) -> None:
     from engram_memory.adapters.dynamodb import items
     from engram_memory.domain.context import Scope
     from engram_memory.domain.records import build_record, payload_digest, record_digest_for
-    from engram_memory.services.ports import PutRecord
+    from engram_memory.services.ports.write import PutRecord
 
     settings = bootstrap.settings()
     scope = Scope(settings.tenant_id, "main")

@@ -69,8 +69,8 @@ from engram_memory.domain.search_fields import record_document  # noqa: E402
 from engram_memory.domain.tokenizer import query_terms  # noqa: E402
 from engram_memory.screening.secrets import capture_texts, find_secret  # noqa: E402
 from engram_memory.services.channels import ChannelPlanner  # noqa: E402
+from engram_memory.services.ports.semantic import Vector, VectorHit  # noqa: E402
 from engram_memory.services.semantic import SemanticChannel  # noqa: E402
-from engram_memory.services.semantic_ports import Vector, VectorHit  # noqa: E402
 from engram_memory.settings import Settings  # noqa: E402
 from ir_eval import mean, ndcg_linear_at, recall_at  # noqa: E402
 

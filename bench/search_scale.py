@@ -139,7 +139,7 @@ def load(corpus: Corpus, start: int, stop: int, dynamodb: Any, workspace: str = 
     from engram_memory.domain.ranking import analyze
     from engram_memory.domain.records import build_record, payload_digest, record_digest_for
     from engram_memory.domain.search_fields import record_document
-    from engram_memory.services.ports import PutRecord
+    from engram_memory.services.ports.write import PutRecord
 
     settings = bootstrap.settings()
     scope = Scope(settings.tenant_id, workspace)

@@ -6,23 +6,46 @@ on a construct covers that construct's resources only, so each is placed as low 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from aws_cdk import Acknowledgment, Validations
 
 if TYPE_CHECKING:
+    from aws_cdk import aws_secretsmanager as secretsmanager
+    from aws_cdk import aws_sqs as sqs
     from constructs import IConstruct
 
-    from infra.stacks.tenant_stack import TenantStack
+    from infra.constructs.api import EngramApi
+    from infra.constructs.functions import EngramFunctions
+    from infra.constructs.gate import ConfirmationGate
+    from infra.constructs.storage import TenantStorage
 
 _PACK = "AwsSolutions::AwsSolutions-"
+
+
+class TenantConstructs(Protocol):
+    """The constructs of a ``TenantStack`` that carry acknowledged findings (the stack
+    passes itself; typed here by what is read, so the two modules do not import each other)."""
+
+    @property
+    def gate(self) -> ConfirmationGate: ...
+    @property
+    def page_cursor_secret(self) -> secretsmanager.Secret: ...
+    @property
+    def projector_dlq(self) -> sqs.Queue: ...
+    @property
+    def functions(self) -> EngramFunctions: ...
+    @property
+    def storage(self) -> TenantStorage: ...
+    @property
+    def api(self) -> EngramApi: ...
 
 
 def _ack(construct: IConstruct, rule: str, reason: str) -> None:
     Validations.of(construct).acknowledge(Acknowledgment(id=f"{_PACK}{rule}", reason=reason))
 
 
-def acknowledge_findings(stack: TenantStack) -> None:
+def acknowledge_findings(stack: TenantConstructs) -> None:
     """Acknowledge, resource by resource, the findings this design accepts."""
     _functions(stack)
     _storage(stack)
@@ -38,7 +61,7 @@ def acknowledge_findings(stack: TenantStack) -> None:
          "This queue is itself the on-failure destination of the projector's stream mapping.")
 
 
-def _functions(stack: TenantStack) -> None:
+def _functions(stack: TenantConstructs) -> None:
     for name, role in stack.functions.roles.items():
         reason = ("X-Ray PutTraceSegments/PutTelemetryRecords support no resource-level "
                   "permissions (active tracing); every data action is scoped to named "
@@ -58,7 +81,7 @@ def _functions(stack: TenantStack) -> None:
              "for exactly this version (infra/package.py); both are bumped together.")
 
 
-def _storage(stack: TenantStack) -> None:
+def _storage(stack: TenantConstructs) -> None:
     _ack(stack.storage.keys, "DDB3",
          "The wrapped-key table must have no point-in-time recovery: deleting a wrapped key "
          "is the crypto-shred of a withdrawn or admitted candidate (docs/storage.md).")
@@ -67,7 +90,7 @@ def _storage(stack: TenantStack) -> None:
          "by replaying it through the projector.")
 
 
-def _api(stack: TenantStack) -> None:
+def _api(stack: TenantConstructs) -> None:
     for route_id in ("McpRoute", "HostRoute", "HostRootRoute"):
         _ack(stack.api.node.find_child(route_id), "APIG4",
              "Authorized in the function: every request carries a host-signed JWT verified "

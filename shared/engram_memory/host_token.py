@@ -53,7 +53,7 @@ _AGENT_STRING_CLAIMS = ("tenant", "workspace", "principal", "agent_id", "session
 
 SecondsClock = Callable[[], float]
 """Seconds since the epoch (``time.time`` in production): JWT times are in seconds; every
-other clock of the project is ``services.ports.Clock`` (milliseconds)."""
+other clock of the project is ``services.ports.write.Clock`` (milliseconds)."""
 
 
 class UntrustedContext(Exception):

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 from engram_memory.adapters.lambda_invoker import CONNECT_TIMEOUT_S, RESPONSE_MARGIN_S
-from engram_memory.services.confirmation import MAX_TTL_SECONDS
+from engram_memory.domain.confirmation import MAX_TTL_SECONDS
 
 from infra import names
 from tests.infra.template_view import function_logical_ids, logical_id_of

@@ -35,7 +35,7 @@ from engram_memory.domain.errors import (
     StoreUnavailable,
 )
 from engram_memory.domain.journal import JournalHead
-from engram_memory.services.ports import CommitConflict, ConflictKind
+from engram_memory.services.ports.write import CommitConflict, ConflictKind
 
 AwsFailure = ClientError | BotoCoreError
 AWS_FAILURES: Final = (ClientError, BotoCoreError)

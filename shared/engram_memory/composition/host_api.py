@@ -17,12 +17,13 @@ from engram_memory.adapters.dynamodb.waiting import DynamoWaitingList
 from engram_memory.adapters.lambda_invoker import InvocationDeadline, lambda_invoker
 from engram_memory.adapters.stepfunctions.clients import GateClients, gate_clients
 from engram_memory.adapters.stepfunctions.workflow import StepFunctionsConfirmationWorkflow
+from engram_memory.domain.confirmation import DEFAULT_WINDOW_SECONDS
 from engram_memory.domain.context import Tool
 from engram_memory.gate.adjudication import InvokedAdjudicator
 from engram_memory.gate.backup_routes import BackupRoutes
 from engram_memory.gate.host_api import HostApi
 from engram_memory.host_token import verifier_from_settings
-from engram_memory.services.confirmation import DEFAULT_WINDOW_SECONDS, ConfirmationService
+from engram_memory.services.confirmation import ConfirmationService
 
 if TYPE_CHECKING:
     from engram_memory.mcp.dispatch import ToolInvoker

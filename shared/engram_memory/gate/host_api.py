@@ -37,6 +37,7 @@ from pydantic import BaseModel, ValidationError
 from engram_memory.contract.invocation import INSPECT
 from engram_memory.contract.validation import canonical_arguments, validate_arguments
 from engram_memory.domain.canonical import is_digest
+from engram_memory.domain.confirmation import Decision
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.errors import EngramError, InvalidSchema, StoreUnavailable, Unauthorized
 from engram_memory.domain.intent import operation_digest, target_of
@@ -61,7 +62,7 @@ from engram_memory.host_token import (
     verify_maintainer_token,
 )
 from engram_memory.metrics_namespace import METRICS_NAMESPACE
-from engram_memory.services.confirmation import ConfirmationService, Decision
+from engram_memory.services.confirmation import ConfirmationService
 from engram_memory.services.waiting import (
     WaitingCandidate,
     WaitingConfirmation,

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from engram_memory.services.confirmation import MAX_TTL_SECONDS
+from engram_memory.domain.confirmation import MAX_TTL_SECONDS
 from engram_memory.services.waiting import CURSOR_RE, DEFAULT_PAGE, MAX_PAGE
 
 

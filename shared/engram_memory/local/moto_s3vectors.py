@@ -20,7 +20,7 @@ from engram_memory.adapters.vectors.s3_vectors import (
     record_of,
 )
 from engram_memory.local.moto_server import DEFAULT_REGION, MOTO_ACCOUNT_ID
-from engram_memory.services.semantic_ports import SemanticChannelError, Vector, VectorHit
+from engram_memory.services.ports.semantic import SemanticChannelError, Vector, VectorHit
 
 if TYPE_CHECKING:
     from engram_memory.domain.context import Scope

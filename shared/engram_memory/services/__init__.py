@@ -1,1 +1,1 @@
-"""Use cases, one per module; ports.py holds the Protocols they need."""
+"""Use cases, one per module; the ``ports`` package holds the Protocols they need."""

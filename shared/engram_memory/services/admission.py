@@ -54,7 +54,7 @@ from engram_memory.services.pipeline import (
     PipelineService,
 )
 from engram_memory.services.policy import check_not_stale
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     AdmissionPolicy,
     AdmissionRequest,
     CandidateEntry,

@@ -16,7 +16,7 @@ from engram_memory.domain.canonical import format_cursor
 from engram_memory.domain.journal import JournalHead, build_event
 from engram_memory.domain.lifecycle import Operation, State, candidate_state, transition
 from engram_memory.services.pipeline import Built, MutationCall
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     CandidateEntry,
     Change,
     MoveCandidate,

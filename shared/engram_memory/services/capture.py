@@ -38,7 +38,7 @@ from engram_memory.services.pipeline import (
     PipelinePorts,
     PipelineService,
 )
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     AdmissionPolicy,
     CandidateEntry,
     KeyVault,

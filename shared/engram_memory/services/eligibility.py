@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engram_memory.services.read_ports import ACCEPTED_CURRENT
+from engram_memory.services.ports.read import ACCEPTED_CURRENT
 
 if TYPE_CHECKING:
-    from engram_memory.services.read_ports import RecordRow
+    from engram_memory.services.ports.read import RecordRow
 
 PURPOSE_SCOPE_BOUND = "purpose"
 PURPOSE_SCOPE_WORKSPACE = "workspace"

@@ -27,7 +27,7 @@ from engram_memory.domain.principals import SWEEPER_PRINCIPAL
 from engram_memory.domain.records import RETAIN
 from engram_memory.services.commit_retry import TimeLeft, no_deadline
 from engram_memory.services.mutation import Sleep, commit_fenced, stored_result, with_rereads
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     Clock,
     DueExpiry,
     ExpireRecord,

@@ -20,7 +20,7 @@ from engram_memory.contract.outputs import ForgetReceipt, ForgetValue, dump_valu
 from engram_memory.domain.context import Tool
 from engram_memory.domain.lifecycle import Operation, State
 from engram_memory.services.forget_ledger import ledgered
-from engram_memory.services.ports import ReadRequest, ReadResult, RecordEntry, TombstoneRecord
+from engram_memory.services.ports.write import ReadRequest, ReadResult, RecordEntry, TombstoneRecord
 from engram_memory.services.transitions import Target, TargetMove, TargetMoveService
 
 if TYPE_CHECKING:

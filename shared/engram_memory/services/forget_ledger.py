@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from engram_memory.services.ports import LedgerEntry
+from engram_memory.services.ports.write import LedgerEntry
 
 if TYPE_CHECKING:
     from engram_memory.domain.journal import JournalEvent, JournalHead

@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from engram_memory.domain.context import InvocationContext
-    from engram_memory.services.ports import Clock
-    from engram_memory.services.read_ports import RecordReader, RecordRow
+    from engram_memory.services.ports.read import RecordReader, RecordRow
+    from engram_memory.services.ports.write import Clock
     from engram_memory.services.redaction import Redactor
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from engram_memory.domain.confirmation import REF_RE, explain, verdict_on
 from engram_memory.domain.errors import DigestConflict, FenceLost, GateFailed
 from engram_memory.domain.intent import operation_digest, target_of
 from engram_memory.domain.journal import Actor
@@ -24,8 +25,7 @@ from engram_memory.services.commit_retry import (
     TimeLeft,
     no_deadline,
 )
-from engram_memory.services.confirmation import REF_RE, explain, verdict_on
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     CommitConflict,
     ConfirmationGate,
     ConflictKind,
@@ -35,9 +35,9 @@ from engram_memory.services.ports import (
 )
 
 if TYPE_CHECKING:
+    from engram_memory.domain.confirmation import Confirmation
     from engram_memory.domain.context import InvocationContext, Scope, Tool
     from engram_memory.domain.journal import JournalHead
-    from engram_memory.services.confirmation import Confirmation
 
 V = TypeVar("V")
 Sleep = Callable[[float], None]

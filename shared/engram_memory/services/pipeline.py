@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, NotRequired, Protocol, TypedDict, TypeVar, Unpack
 
 from engram_memory.contract.outputs import dump_value
+from engram_memory.domain.confirmation import ConfirmationState
 from engram_memory.domain.errors import (
     AlreadyTerminal,
     BlobMissing,
@@ -31,7 +32,6 @@ from engram_memory.domain.errors import (
 )
 from engram_memory.domain.intent import intent_digest, operation_digest, target_of
 from engram_memory.services.commit_retry import TimeLeft, no_deadline
-from engram_memory.services.confirmation import ConfirmationState
 from engram_memory.services.mutation import (
     Sleep,
     actor_of,
@@ -42,7 +42,7 @@ from engram_memory.services.mutation import (
     replayed,
     with_rereads,
 )
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     Change,
     Clock,
     ConfirmationGate,

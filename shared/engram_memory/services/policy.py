@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from engram_memory.domain.errors import PolicyStale, PolicyUnavailable
 from engram_memory.domain.records import DEFAULT_TRUST_CLASS
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     AdmissionRequest,
     PolicyDecision,
     PolicyDescriptor,

@@ -35,10 +35,10 @@ from engram_memory.domain.context import Scope
 from engram_memory.domain.impact import posting_codes
 from engram_memory.domain.ranking import analyze
 from engram_memory.domain.search_fields import record_document
-from engram_memory.services.read_ports import ACCEPTED_CURRENT, INVALIDATION_COMPLETE
+from engram_memory.services.ports.read import ACCEPTED_CURRENT, INVALIDATION_COMPLETE
 
 if TYPE_CHECKING:
-    from engram_memory.services.read_ports import (
+    from engram_memory.services.ports.read import (
         IndexedDocument,
         ProjectionStore,
         RecordReader,

@@ -30,7 +30,7 @@ from engram_memory.domain.errors import RestoreRefused
 from engram_memory.domain.journal import Actor, build_event
 from engram_memory.domain.lifecycle import Operation, State
 from engram_memory.services.mutation import Sleep, commit_fenced
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     Change,
     LedgerEntry,
     MoveCandidate,
@@ -41,7 +41,7 @@ from engram_memory.services.ports import (
 if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
     from engram_memory.domain.journal import JournalHead
-    from engram_memory.services.ports import Clock, MemoryStore
+    from engram_memory.services.ports.write import Clock, MemoryStore
 
 SETTLE_MS = 60 * 60 * 1000
 """From the ledger table's creation to the instant every forget is known to be ledgered:

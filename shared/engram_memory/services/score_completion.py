@@ -17,7 +17,7 @@ from engram_memory.concurrency import in_background
 from engram_memory.domain.completion import complete, lacking, open_terms, to_complete
 from engram_memory.domain.ranking import analyze, score_postings
 from engram_memory.domain.search_fields import record_document
-from engram_memory.services.read_ports import ACCEPTED_CURRENT
+from engram_memory.services.ports.read import ACCEPTED_CURRENT
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
     from engram_memory.domain.ranking import AnalyzedDocument, Posting, RankingConfig, ScoredRecord
     from engram_memory.domain.tail_merge import MergedView
-    from engram_memory.services.read_ports import RecordReader, RecordRow
+    from engram_memory.services.ports.read import RecordReader, RecordRow
 
 _READ_BATCH = 100
 """Ids per BatchGetItem (DynamoDB's maximum)."""

@@ -41,16 +41,16 @@ from engram_memory.services.eligibility import (
     visible_purpose,
 )
 from engram_memory.services.paging import PageCursorCodec, PageState, delivered_digest
+from engram_memory.services.ports.semantic import SemanticChannelError
 from engram_memory.services.score_completion import ScoreCompletion
 from engram_memory.services.search_tail import DEFAULT_TAIL_BOUND, JournalTail
-from engram_memory.services.semantic_ports import SemanticChannelError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from engram_memory.domain.context import InvocationContext, Scope
-    from engram_memory.services.ports import Clock
-    from engram_memory.services.read_ports import ProjectionStore, RecordReader, RecordRow
+    from engram_memory.services.ports.read import ProjectionStore, RecordReader, RecordRow
+    from engram_memory.services.ports.write import Clock
     from engram_memory.services.redaction import Redactor
 
 _BATCH = 100

@@ -17,14 +17,14 @@ from engram_memory.domain.errors import ProjectionStale
 from engram_memory.domain.ranking import analyze
 from engram_memory.domain.search_fields import record_document
 from engram_memory.domain.tail_merge import CountedDocument, TailDelta
-from engram_memory.services.read_ports import ACCEPTED_CURRENT
+from engram_memory.services.ports.read import ACCEPTED_CURRENT
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from engram_memory.domain.context import Scope
     from engram_memory.domain.ranking import AnalyzedDocument
-    from engram_memory.services.read_ports import (
+    from engram_memory.services.ports.read import (
         IndexedDocument,
         ProjectionStore,
         RecordReader,

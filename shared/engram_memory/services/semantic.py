@@ -23,7 +23,7 @@ from engram_memory.domain.search_fields import record_document
 
 if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
-    from engram_memory.services.semantic_ports import Embedder, Vector, VectorIndex
+    from engram_memory.services.ports.semantic import Embedder, Vector, VectorIndex
 
 TEXT_RULE = "primary+decision+evidence+context/v2-distinct"
 _TEXT_FIELDS = ("primary", "decision", "evidence", "context")

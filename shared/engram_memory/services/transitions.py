@@ -32,7 +32,7 @@ from engram_memory.services.pipeline import (
 if TYPE_CHECKING:
     from engram_memory.contract.outputs import OutputModel
     from engram_memory.domain.context import InvocationContext, Tool
-    from engram_memory.services.ports import Change, ReadRequest, ReadResult
+    from engram_memory.services.ports.write import Change, ReadRequest, ReadResult
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
 """The tool's validated argument model."""

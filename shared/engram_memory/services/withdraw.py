@@ -17,7 +17,7 @@ from engram_memory.contract.outputs import WithdrawReceipt, WithdrawValue, dump_
 from engram_memory.domain.context import Tool
 from engram_memory.domain.lifecycle import Operation, state_of_candidate
 from engram_memory.services.forget_ledger import ledgered
-from engram_memory.services.ports import MoveCandidate, ReadRequest, ReadResult
+from engram_memory.services.ports.write import MoveCandidate, ReadRequest, ReadResult
 from engram_memory.services.transitions import Target, TargetMove, TargetMoveService
 
 if TYPE_CHECKING:

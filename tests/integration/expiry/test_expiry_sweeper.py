@@ -11,7 +11,7 @@ from engram_memory import bootstrap
 from engram_memory.composition import expiry as expiry_root
 from engram_memory.domain.journal import verify_chain
 from engram_memory.services.expiry import Outcome
-from engram_memory.services.ports import DueExpiry
+from engram_memory.services.ports.write import DueExpiry
 
 from functions.expiry_sweeper import handler as sweeper_module
 from tests.integration.expiry.support import HOUR_MS, SCOPE, Expiry

@@ -17,10 +17,11 @@ from engram_memory.adapters.dynamodb.confirmations import consumption_element
 from engram_memory.adapters.stepfunctions.clients import gate_clients
 from engram_memory.composition.host_api import build_confirmation_service
 from engram_memory.contract.invocation import ContextModel
+from engram_memory.domain.confirmation import Decision
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.errors import GateFailed, IllegalTransition, InvalidSchema, NotFound
-from engram_memory.services.confirmation import ConfirmationService, Decision
-from engram_memory.services.ports import GateConsumption
+from engram_memory.services.confirmation import ConfirmationService
+from engram_memory.services.ports.write import GateConsumption
 
 from tests.integration.gate.conftest import WINDOW_SECONDS, GateEnv
 from tests.support.events import PRINCIPAL, WORKSPACE_ID, make_context

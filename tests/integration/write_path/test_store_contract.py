@@ -18,7 +18,7 @@ from engram_memory.adapters.memory.tables import MemoryTables
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.errors import GateFailed
 from engram_memory.domain.journal import Actor, JournalHead, build_event
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     CandidateEntry,
     Change,
     CommitConflict,

@@ -28,7 +28,7 @@ from engram_memory.adapters.stepfunctions.workflow import StepFunctionsConfirmat
 from engram_memory.adapters.vectors.s3_vectors import S3VectorsIndex
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.errors import EngramError
-from engram_memory.services.semantic_ports import SemanticChannelError
+from engram_memory.services.ports.semantic import SemanticChannelError
 
 SCOPE = Scope("tenant-a", "ws-1")
 

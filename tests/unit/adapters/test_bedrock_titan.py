@@ -12,7 +12,7 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import ANY, Stubber
 from engram_memory.adapters.embedding.bedrock_titan import MODEL_ID, TitanV2Embedder
-from engram_memory.services.semantic_ports import SemanticChannelError
+from engram_memory.services.ports.semantic import SemanticChannelError
 
 
 def body(payload: object) -> StreamingBody:

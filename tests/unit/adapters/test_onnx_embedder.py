@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 import pytest
 from engram_memory.adapters.embedding.onnx_embedder import OnnxEmbedder
-from engram_memory.services.semantic_ports import SemanticChannelError
+from engram_memory.services.ports.semantic import SemanticChannelError
 from onnx import TensorProto, helper, numpy_helper
 from tokenizers import Tokenizer
 

@@ -8,7 +8,7 @@ import pytest
 from botocore.stub import Stubber
 from engram_memory.adapters.vectors.s3_vectors import S3VectorsIndex
 from engram_memory.domain.context import Scope
-from engram_memory.services.semantic_ports import SemanticChannelError
+from engram_memory.services.ports.semantic import SemanticChannelError
 from moto import mock_aws
 
 from tests.support.semantic import BUCKET, INDEX, create_vector_index, stored_keys

@@ -10,7 +10,7 @@ from engram_memory.domain.errors import (
 from engram_memory.services.budget import fit_prefix, fit_record, size_of
 from engram_memory.services.eligibility import is_eligible, visible_purpose
 from engram_memory.services.paging import PageCursorCodec, PageState, delivered_digest
-from engram_memory.services.read_ports import RecordRow
+from engram_memory.services.ports.read import RecordRow
 from engram_memory.services.redaction import (
     DEFAULT_ALLOWLIST,
     Redactor,

@@ -14,7 +14,7 @@ from engram_memory.services.expiry import (
     SweepReport,
     expiry_intent,
 )
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     DueExpiry,
     ExpireRecord,
     IdempotencyEntry,

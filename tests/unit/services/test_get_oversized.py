@@ -15,7 +15,7 @@ from engram_memory.domain.context import InvocationContext, Scope, Tool
 from engram_memory.domain.errors import ProjectionOversized
 from engram_memory.domain.packet_bound import LARGEST_PACKET_BYTES
 from engram_memory.services.get import GetService
-from engram_memory.services.read_ports import RecordRow
+from engram_memory.services.ports.read import RecordRow
 from engram_memory.services.redaction import Redactor
 
 from tests.fixtures.contract_fixtures import valid_payload

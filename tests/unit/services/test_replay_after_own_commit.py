@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.errors import GateFailed, NotFound
-from engram_memory.services.ports import ReadRequest, ReadResult
+from engram_memory.services.ports.write import ReadRequest, ReadResult
 
 from tests.fixtures.contract_fixtures import valid_request_admission_args
 from tests.unit.services.memory_world import MemoryWorld, forget_args, withdraw_args

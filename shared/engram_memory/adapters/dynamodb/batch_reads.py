@@ -20,7 +20,7 @@ from engram_memory.adapters.dynamodb.confirmations import confirmation_from_item
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import RateLimited
 from engram_memory.domain.journal import JournalHead
-from engram_memory.services.ports import ReadRequest, ReadResult
+from engram_memory.services.ports.write import ReadRequest, ReadResult
 
 MAX_KEYS_PER_CALL = 100  # DynamoDB's BatchGetItem limit
 UNPROCESSED_ATTEMPTS = 5

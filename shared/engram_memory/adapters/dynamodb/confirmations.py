@@ -13,8 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram_memory.adapters.aws_errors import AWS_FAILURES, translate_conditional, translate_read
 from engram_memory.adapters.dynamodb import items as it
-from engram_memory.domain.errors import IllegalTransition
-from engram_memory.services.confirmation import (
+from engram_memory.domain.confirmation import (
     REF_RE,
     Confirmation,
     ConfirmationState,
@@ -23,10 +22,11 @@ from engram_memory.services.confirmation import (
     explain,
     verdict_on,
 )
+from engram_memory.domain.errors import IllegalTransition
 
 if TYPE_CHECKING:
     from engram_memory.domain.context import InvocationContext, Scope, Tool
-    from engram_memory.services.ports import GateConsumption
+    from engram_memory.services.ports.write import GateConsumption
 
 
 def confirmation_key(scope: Scope, elicitation_ref: str) -> dict[str, str]:

@@ -17,7 +17,7 @@ from engram_memory.adapters.aws_errors import AWS_FAILURES
 from engram_memory.adapters.dynamodb import items as it
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import RestoreRefused
-from engram_memory.services.ports import LedgerEntry
+from engram_memory.services.ports.write import LedgerEntry
 from engram_memory.services.reapply_forgets import LedgerRecord
 
 LEDGER_PREFIX = "LEDGER#"

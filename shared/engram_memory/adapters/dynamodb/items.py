@@ -14,7 +14,7 @@ from typing import Any
 from engram_memory.domain.canonical import canonical_json
 from engram_memory.domain.context import Scope
 from engram_memory.domain.lifecycle import State
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     CandidateEntry,
     DueExpiry,
     ExpireRecord,

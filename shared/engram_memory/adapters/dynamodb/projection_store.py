@@ -44,7 +44,7 @@ from engram_memory.domain.ranking import (
     Posting,
 )
 from engram_memory.domain.tokenizer import MAX_QUERY_TERMS
-from engram_memory.services.read_ports import IndexedDocument, PostingRef, SearchStats
+from engram_memory.services.ports.read import IndexedDocument, PostingRef, SearchStats
 
 if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
@@ -116,7 +116,7 @@ def _document_of(record_id: str, item: dict[str, Any]) -> IndexedDocument:
 
 
 class DynamoProjectionStore:
-    """:class:`~engram_memory.services.read_ports.ProjectionStore` on DynamoDB."""
+    """:class:`~engram_memory.services.ports.read.ProjectionStore` on DynamoDB."""
 
     def __init__(self, client: Any, table_name: str) -> None:
         self._client = client

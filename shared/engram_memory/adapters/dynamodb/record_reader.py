@@ -16,7 +16,7 @@ from engram_memory.adapters.aws_errors import AWS_FAILURES, condition_failed, tr
 from engram_memory.adapters.dynamodb import items as it
 from engram_memory.adapters.dynamodb.projection_store import call_translated
 from engram_memory.domain.errors import BlobMissing, StoreUnavailable
-from engram_memory.services.read_ports import (
+from engram_memory.services.ports.read import (
     ACCEPTED_CURRENT,
     INVALIDATION_COMPLETE,
     JournalChange,
@@ -31,7 +31,7 @@ _MAX_ATTEMPTS = 8
 
 
 class DynamoRecordReader:
-    """:class:`~engram_memory.services.read_ports.RecordReader` on the main table."""
+    """:class:`~engram_memory.services.ports.read.RecordReader` on the main table."""
 
     def __init__(self, client: Any, table_name: str) -> None:
         self._client = client

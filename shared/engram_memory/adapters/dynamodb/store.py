@@ -26,7 +26,7 @@ from engram_memory.adapters.dynamodb.forget_ledger import ledger_element
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import BlobMissing, EngramError, MutationOutcomeUnknown
 from engram_memory.domain.journal import JournalEvent, JournalHead
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     CandidateEntry,
     Change,
     CommitConflict,

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from engram_memory.adapters.aws_errors import AWS_FAILURES
-from engram_memory.services.semantic_ports import EmbedderInfo, SemanticChannelError, Vector
+from engram_memory.services.ports.semantic import EmbedderInfo, SemanticChannelError, Vector
 
 MODEL_ID = "amazon.titan-embed-text-v2:0"
 DIMENSIONS = (256, 512, 1024)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engram_memory.services.semantic_ports import EmbedderInfo, SemanticChannelError, Vector
+from engram_memory.services.ports.semantic import EmbedderInfo, SemanticChannelError, Vector
 
 MANIFEST = "MANIFEST.json"
 MAX_BATCH = 32  # texts per model call

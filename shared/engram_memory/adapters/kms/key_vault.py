@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engram_memory.adapters.aws_errors import AWS_FAILURES, translate_kms
-from engram_memory.services.ports import DataKey
+from engram_memory.services.ports.write import DataKey
 
 
 class KmsKeyVault:

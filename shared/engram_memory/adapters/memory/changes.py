@@ -11,7 +11,7 @@ from dataclasses import replace
 from engram_memory.adapters.memory.tables import MemoryTables
 from engram_memory.domain.context import Scope
 from engram_memory.domain.lifecycle import State
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     Change,
     DueExpiry,
     ExpireRecord,

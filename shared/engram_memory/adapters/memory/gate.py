@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from engram_memory.services.confirmation import Verdict, explain, verdict_on
+from engram_memory.domain.confirmation import Verdict, explain, verdict_on
 
 if TYPE_CHECKING:
     from engram_memory.adapters.memory.tables import MemoryTables

@@ -10,7 +10,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from engram_memory.domain.canonical import canonical_json
 from engram_memory.domain.errors import BlobMissing
-from engram_memory.services.ports import DataKey
+from engram_memory.services.ports.write import DataKey
 
 _NONCE = 12
 

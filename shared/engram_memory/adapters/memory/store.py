@@ -14,11 +14,11 @@ from dataclasses import replace
 
 from engram_memory.adapters.memory.changes import apply_change, change_holds
 from engram_memory.adapters.memory.tables import MemoryTables
+from engram_memory.domain.confirmation import ConfirmationState, Verdict, verdict_on
 from engram_memory.domain.context import Scope
 from engram_memory.domain.errors import BlobMissing, GateFailed
 from engram_memory.domain.journal import JournalEvent, JournalHead
-from engram_memory.services.confirmation import ConfirmationState, Verdict, verdict_on
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     CandidateEntry,
     CommitConflict,
     ConflictKind,

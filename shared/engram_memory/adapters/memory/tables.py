@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from threading import Lock
 
+from engram_memory.domain.confirmation import Confirmation, ConfirmationState
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.journal import JournalEvent, JournalHead
-from engram_memory.services.confirmation import Confirmation, ConfirmationState
-from engram_memory.services.ports import (
+from engram_memory.services.ports.write import (
     CandidateEntry,
     DueExpiry,
     IdempotencyEntry,

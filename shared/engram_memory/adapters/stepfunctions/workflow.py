@@ -16,7 +16,7 @@ from engram_memory.adapters.dynamodb.confirmations import confirmation_key
 from engram_memory.adapters.dynamodb.items import confirmation_waiting_sk, waiting_pk
 
 if TYPE_CHECKING:
-    from engram_memory.services.confirmation import ConfirmationRequest
+    from engram_memory.domain.confirmation import ConfirmationRequest
 
 REJECTED_ERROR = "Rejected"
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from engram_memory.adapters.aws_errors import AWS_FAILURES
-from engram_memory.services.semantic_ports import SemanticChannelError, Vector, VectorHit
+from engram_memory.services.ports.semantic import SemanticChannelError, Vector, VectorHit
 
 if TYPE_CHECKING:
     from engram_memory.domain.context import Scope

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from engram_memory.services.ports import RecordEntry
+from engram_memory.services.ports.write import RecordEntry
 
 if TYPE_CHECKING:
     from engram_memory.domain.context import Scope

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from engram_memory.domain.confirmation import REF_RE, Confirmation
 from engram_memory.domain.errors import FenceLost, GateFailed
-from engram_memory.services.confirmation import REF_RE, Confirmation
 
 if TYPE_CHECKING:
     from engram_memory.domain.context import InvocationContext, Scope, Tool
