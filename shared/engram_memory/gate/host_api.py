@@ -6,7 +6,8 @@
 ``POST /host/adjudications/{candidate_id}`` → the admission outcome;
 ``GET  /host/confirmations?workspace_id=…&state=pending`` → a page of pending confirmations;
 ``GET  /host/adjudications?workspace_id=…`` → a page of candidates held for adjudication;
-``GET  /host/adjudications/{candidate_id}?workspace_id=…`` → its payload, for the reviewer.
+``GET  /host/adjudications/{candidate_id}?workspace_id=…`` → its payload, for the reviewer;
+``POST /host/migrations/mem0`` → what became of each memory of a batch (gate/migration.py).
 
 Every route needs a host-operator token carrying ``maintain`` (``Authorization: Bearer``);
 an agent token is refused with 403, anything else with 401. Bodies are closed models; any
@@ -44,6 +45,7 @@ from engram_memory.gate.host_models import (
     WaitingCandidateView,
     WaitingConfirmationView,
 )
+from engram_memory.gate.migration import Mem0Batch, token_covers
 from engram_memory.host_token import (
     HostTokenVerifier,
     MaintainerIdentity,
@@ -70,6 +72,8 @@ metrics = Metrics(service=SERVICE_NAME, namespace=METRICS_NAMESPACE)
 T = TypeVar("T")
 Adjudicate = Callable[[Scope, str, str, str, str], Mapping[str, Any]]
 """``(scope, candidate_id, decision, approver, maintainer token) -> outcome`` (admission)."""
+Migrate = Callable[[Scope, Mem0Batch, str], Mapping[str, Any]]
+"""``(scope, batch, operator) -> batch result`` (gate/migration.Mem0Migrator)."""
 
 _STATUS_BY_CODE = {
     "INVALID_SCHEMA": 400, "INVALID_DIGEST": 400, "UNAUTHORIZED": 403, "NOT_FOUND": 404,
@@ -159,11 +163,13 @@ class HostApi:
         confirmations: ConfirmationService,
         adjudicate: Adjudicate,
         waiting: WaitingList,
+        migrate: Migrate | None = None,
     ) -> None:
         self._verifier = verifier
         self._confirmations = confirmations
         self._adjudicate = adjudicate
         self._waiting = waiting
+        self._migrate = migrate
 
     def handle(self, event: Mapping[str, Any]) -> dict[str, Any]:
         """Answer one HTTP API v2 event with a v2 response dict."""
@@ -280,6 +286,15 @@ class HostApi:
                                    body.approver or who.subject, token)
         return _response(200, dict(outcome))
 
+    def _migrate_mem0(self, request: _Request, who: MaintainerIdentity, _: str) -> dict[str, Any]:
+        if self._migrate is None:
+            raise _Refusal(404, _NO_ROUTE)
+        body: Mem0Batch = _body(Mem0Batch, request)
+        if not token_covers(who, body.workspace_id):
+            raise _Refusal(403, _FORBIDDEN)
+        return _response(200, dict(self._migrate(self._scope(body.workspace_id), body,
+                                                 who.subject)))
+
 
 def _reason(body: ConfirmationRequestBody) -> str:
     """The agent's reason reference, when the host named the call by its arguments."""
@@ -348,6 +363,7 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("GET", re.compile(rf"^/host/confirmations/{_SEGMENT}/?$"), HostApi._show),
     ("POST", re.compile(rf"^/host/adjudications/{_SEGMENT}/?$"), HostApi._adjudication),
     ("GET", re.compile(rf"^/host/adjudications/{_SEGMENT}/?$"), HostApi._held_candidate),
+    ("POST", re.compile(r"^/host/migrations/mem0/?$"), HostApi._migrate_mem0),
 )
 
 

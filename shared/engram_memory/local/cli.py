@@ -122,6 +122,7 @@ def build_parser() -> argparse.ArgumentParser:
     from engram_memory import smoke  # against a deployed stack, not the local service
 
     smoke.register(sub)
+    importlib.import_module("engram_memory.cli.import_").register(sub)
     return parser
 
 

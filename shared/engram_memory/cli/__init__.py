@@ -1,0 +1,1 @@
+"""The ``engram-memory`` command line, one module per command."""
