@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
 
-BATCH_SIZE = 25
+BATCH_SIZE = 10
 """Memories per request (the route's bound, gate/migration.MAX_BATCH)."""
 READ_BYTES = 65_536
 ROUTE = "/host/migrations/mem0"

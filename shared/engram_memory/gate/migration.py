@@ -30,8 +30,9 @@ from engram_memory.screening.secrets import find_secret
 
 logger = logging.getLogger(__name__)
 
-MAX_BATCH = 25
-"""Memories per request: two function invocations each, within the host API's 29 s."""
+MAX_BATCH = 10
+"""Memories per request: two function invocations each, within the host API's 29 s
+(25 overran it on a loaded 2-core machine)."""
 SOURCE_PREFIX = "mem0:"
 CAPTURE_KEY_PREFIX = "migration:mem0:"
 ADMISSION_KEY_PREFIX = "migration:mem0:admit:"

@@ -97,7 +97,7 @@ def test_an_agent_token_is_refused_and_nothing_is_written(gate_env: GateEnv) -> 
     {"workspace_id": WORKSPACE_ID, "purpose_ref": PURPOSE,
      "memories": [{"id": "x1", "memory": "m", "created_at_ms": 1, "hash": "abc"}]},
     {"workspace_id": WORKSPACE_ID, "purpose_ref": PURPOSE, "memories": [
-        {"id": f"x{i}", "memory": "m", "created_at_ms": 1} for i in range(26)]},
+        {"id": f"x{i}", "memory": "m", "created_at_ms": 1} for i in range(11)]},
 ])
 def test_a_malformed_batch_is_the_constant_400(gate_env: GateEnv, body: Any) -> None:
     status, answer = host_call("POST", ROUTE, gate_env.maintainer_token(), body)
