@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 SHAPES_FILE = REPO / "shared" / "engram_memory" / "local" / "stack_shapes.json"
 ASL_FILE = REPO / "shared" / "engram_memory" / "gate" / "confirmation_gate.asl.json"
 TABLE_OUTPUTS = {"main": "MainTableName", "keys": "KeyTableName",
-                 "projection": "ProjectionTableName"}
+                 "projection": "ProjectionTableName", "ledger": "LedgerTableName"}
 # Resource types local mode creates from their properties, and the property that is the
 # resource's name (or label) there, which local mode chooses itself.
 LOCAL_TYPES = {

@@ -10,6 +10,7 @@ OUTPUT_API_URL: Final = "ApiBaseUrl"
 OUTPUT_TABLE_NAME: Final = "MainTableName"
 OUTPUT_KEY_TABLE_NAME: Final = "KeyTableName"
 OUTPUT_PROJECTION_TABLE_NAME: Final = "ProjectionTableName"
+OUTPUT_LEDGER_TABLE_NAME: Final = "LedgerTableName"
 OUTPUT_STATE_MACHINE_ARN: Final = "ConfirmationGateArn"
 OUTPUT_HOST_EVENT_BUS_NAME: Final = "HostEventBusName"
 OUTPUT_AUDIENCE: Final = "HostTokenAudience"
@@ -55,6 +56,8 @@ MAIN_TABLE_PARTITIONS: Final[dict[str, tuple[str, ...]]] = {
 }
 # The key table holds wrapped data keys only, under KEY#{tenant}#{workspace}.
 KEY_TABLE_PARTITIONS: Final = ("KEY#*",)
+# The forget ledger's one partition family (adapters/dynamodb/forget_ledger.py).
+LEDGER_TABLE_PARTITIONS: Final = ("LEDGER#*",)
 
 # Powertools metrics: one namespace per deployment; gated tools count refused confirmations.
 # engram_memory.runtime: every tool emits ``error.<code>`` under one service dimension.

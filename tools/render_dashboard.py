@@ -87,7 +87,7 @@ def workload(durations: dict[str, list[tuple[float, float]]]) -> str:
 
         def maintainer() -> str:
             return mint_maintainer_token(key, issuer=ident.issuer, audience=ident.audience,
-                                         tenant=ident.tenant, now=time.time())
+                                         tenant=ident.tenant, now=time.time(), tenant_wide=True)
 
         async def agent(round_: int) -> None:
             token = service.mint(workspace="default", purpose_ref="purpose:demo",

@@ -24,6 +24,7 @@ from infra.constructs.storage import (
 from infra.constructs.vectors import PROJECTOR_ACTIONS, SEARCH_ACTIONS, titan_statement
 from infra.names import (
     KEY_TABLE_PARTITIONS,
+    LEDGER_TABLE_PARTITIONS,
     MAIN_TABLE_PARTITIONS,
     PROJECTOR_WRITE_PARTITIONS,
     TOOL_FUNCTIONS,
@@ -76,6 +77,11 @@ class AccessGrants:
     def _wrapped_keys(self, actions: tuple[str, ...]) -> iam.PolicyStatement:
         return table_statement(self._storage.keys, actions, leading_keys=KEY_TABLE_PARTITIONS)
 
+    def _ledger_entry(self) -> iam.PolicyStatement:
+        """Putting a forget-ledger entry (in the move's transaction); nothing else on it."""
+        return table_statement(self._storage.ledger, ("dynamodb:PutItem",),
+                               leading_keys=LEDGER_TABLE_PARTITIONS)
+
     def _reader(self, role: iam.IRole, name: str) -> None:
         self._add(role, self._main(name, READ), self._keys.storage_statement(write=False))
 
@@ -121,11 +127,12 @@ class AccessGrants:
     def _grant_withdraw(self, role: iam.IRole) -> None:
         self._mutator(role, "withdraw")
         # Deleting the wrapped key in the withdraw transaction is the shred.
-        self._add(role, self._wrapped_keys(_GET_AND_DELETE))
+        self._add(role, self._wrapped_keys(_GET_AND_DELETE), self._ledger_entry())
 
     def _grant_forget(self, role: iam.IRole) -> None:
         # The projector completes projection_invalidation; forget never touches the index.
         self._mutator(role, "forget")
+        self._add(role, self._ledger_entry())
 
     def _grant_mcp_endpoint(self, role: iam.IRole) -> None:
         self._add(role, iam.PolicyStatement(actions=["lambda:InvokeFunction"],

@@ -244,7 +244,7 @@ def _pascal(name: str) -> str:
 
 
 def stack_environment(config: TenantConfig, *, table: str, key_table: str, projection: str,
-                      kms_key_arn: str) -> dict[str, str]:
+                      ledger: str, kms_key_arn: str) -> dict[str, str]:
     """The variables every function reads (names: engram_memory.env_names)."""
     return {
         env.TENANT_ID: config.tenant_id,
@@ -252,6 +252,7 @@ def stack_environment(config: TenantConfig, *, table: str, key_table: str, proje
         env.TABLE_NAME: table,
         env.KEY_TABLE_NAME: key_table,
         env.PROJECTION_TABLE_NAME: projection,
+        env.LEDGER_TABLE_NAME: ledger,
         env.KMS_KEY_ID: kms_key_arn,
         env.HOST_ISSUER: config.host_issuer,
         env.AUDIENCE: config.audience,

@@ -28,15 +28,17 @@ CONFIRMATION_KEYS: Final = ("CONF#*",)
 
 
 class TenantStorage(Construct):
-    """Main (stream, PITR, deletion protection), keys (no PITR, no stream), projection."""
+    """Main (stream, PITR, deletion protection), keys (no PITR, no stream), projection,
+    and the forget ledger (deletion protection; never restored with main)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, key: kms.IKey) -> None:
-        """Create the three tables, all encrypted with the tenant storage key."""
+        """Create the four tables, all encrypted with the tenant storage key."""
         super().__init__(scope, construct_id)
         self._key = key
         self.main = self._build_main()
         self.keys = self._build_keys()
         self.projection = self._build_projection()
+        self.ledger = self._build_ledger()
 
     def _table(self, construct_id: str, **extra: object) -> dynamodb.Table:
         return dynamodb.Table(
@@ -90,6 +92,20 @@ class TenantStorage(Construct):
                 point_in_time_recovery_enabled=False,
             ),
             removal_policy=RemovalPolicy.DESTROY,
+        )
+
+
+    def _build_ledger(self) -> dynamodb.Table:
+        # The forget ledger (docs/forget-ledger.md): what a restore of the main table must
+        # not roll back. Ids, digests, cursors and instants only. Its creation instant is
+        # its coverage proof, so it is never replaced: deletion protection, retained.
+        return self._table(
+            "LedgerTable",
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True,
+            ),
+            deletion_protection=True,
+            removal_policy=RemovalPolicy.RETAIN,
         )
 
 

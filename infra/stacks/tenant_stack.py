@@ -88,6 +88,7 @@ class TenantStack(Stack):
             table=self.storage.main.table_name,
             key_table=self.storage.keys.table_name,
             projection=self.storage.projection.table_name,
+            ledger=self.storage.ledger.table_name,
             kms_key_arn=self.keys.tenant_key.key_arn,
         )
         functions = EngramFunctions(self, "Functions", config=self.config,
@@ -183,6 +184,8 @@ class TenantStack(Stack):
             (names.OUTPUT_KEY_TABLE_NAME, self.storage.keys.table_name, "Wrapped key table"),
             (names.OUTPUT_PROJECTION_TABLE_NAME, self.storage.projection.table_name,
              "Search projection table"),
+            (names.OUTPUT_LEDGER_TABLE_NAME, self.storage.ledger.table_name,
+             "Forget ledger table (docs/forget-ledger.md)"),
             (names.OUTPUT_STATE_MACHINE_ARN, self.gate.state_machine.state_machine_arn,
              "Confirmation gate state machine"),
             (names.OUTPUT_HOST_EVENT_BUS_NAME, self.gate.host_bus.event_bus_name,

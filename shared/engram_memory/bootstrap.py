@@ -132,7 +132,8 @@ def store() -> DynamoMemoryStore:
     from engram_memory.adapters.dynamodb.store import DynamoMemoryStore
 
     s = settings()
-    return DynamoMemoryStore(dynamodb_client(), s.table_name, s.key_table_name)
+    return DynamoMemoryStore(dynamodb_client(), s.table_name, s.key_table_name,
+                             s.ledger_table_name)
 
 
 def clock() -> Any:

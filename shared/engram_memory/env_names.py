@@ -17,6 +17,8 @@ WORKSPACE_IDS: Final = "ENGRAM_WORKSPACE_IDS"
 TABLE_NAME: Final = "ENGRAM_TABLE_NAME"
 KEY_TABLE_NAME: Final = "ENGRAM_KEY_TABLE_NAME"
 PROJECTION_TABLE_NAME: Final = "ENGRAM_PROJECTION_TABLE_NAME"
+# The forget ledger (docs/forget-ledger.md): forget and withdraw write it; a restore never.
+LEDGER_TABLE_NAME: Final = "ENGRAM_LEDGER_TABLE_NAME"
 KMS_KEY_ID: Final = "ENGRAM_KMS_KEY_ID"
 # The host registration.
 HOST_ISSUER: Final = "ENGRAM_HOST_ISSUER"

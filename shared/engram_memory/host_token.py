@@ -42,6 +42,9 @@ DEFAULT_LEEWAY_S = 5
 MAX_TOKEN_BYTES = 16_384
 MAX_REF_BYTES = 512
 MAINTAIN = "maintain"
+MAX_MAINTAINER_WORKSPACES = 64
+"""Most workspaces one scoped maintainer token may name (more is refused: a reviewer of
+that many teams is given a ``tenant_wide`` token instead; docs/mcp.md)."""
 _TIME_CLAIMS = ("exp", "iat", "nbf")
 MAX_HOST_KEYS = 8  # a rotation needs two; a few more leave room for an emergency key
 KEY_HEADERS = frozenset({"jwk", "jku", "x5u", "x5c"})  # a token never names its own key
@@ -70,6 +73,12 @@ class MaintainerIdentity:
     tenant_id: str
     subject: str
     token_id: str
+    workspaces: frozenset[str] | None = None
+    """The workspaces the token covers; None for an explicit ``tenant_wide`` token."""
+
+    def covers(self, workspace_id: str) -> bool:
+        """Whether this token may act on ``workspace_id`` (every host route asks)."""
+        return self.workspaces is None or workspace_id in self.workspaces
 
 
 PublicKey = ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey
@@ -285,6 +294,25 @@ def _perms(claims: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(perm)
 
 
+def _maintainer_workspaces(claims: Mapping[str, Any]) -> frozenset[str] | None:
+    """The token's scope: exactly one of ``workspaces`` (a non-empty array of at most
+    ``MAX_MAINTAINER_WORKSPACES`` workspace ids) or ``tenant_wide: true``; else untrusted."""
+    has_list, tenant_wide = "workspaces" in claims, claims.get("tenant_wide", False)
+    if tenant_wide is not True and tenant_wide is not False:
+        raise UntrustedContext()
+    if has_list == tenant_wide:  # neither, or both
+        raise UntrustedContext()
+    if tenant_wide:
+        return None
+    listed = claims["workspaces"]
+    if not isinstance(listed, list) or not 1 <= len(listed) <= MAX_MAINTAINER_WORKSPACES:
+        raise UntrustedContext()
+    workspaces = frozenset(_ref(value) for value in listed)
+    if any("#" in workspace for workspace in workspaces):
+        raise UntrustedContext()
+    return workspaces
+
+
 def verify_agent_token(token: str, verifier: HostTokenVerifier) -> InvocationContext:
     """Verify an agent-path token and build the invocation context it binds."""
     claims = _decode(token, verifier)
@@ -324,7 +352,8 @@ def verify_agent_token(token: str, verifier: HostTokenVerifier) -> InvocationCon
 
 
 def verify_maintainer_token(token: str, verifier: HostTokenVerifier) -> MaintainerIdentity:
-    """Verify a host-operator token: it must carry ``perm`` ⊇ ``["read", "maintain"]``."""
+    """Verify a host-operator token: it must carry ``perm`` ⊇ ``["read", "maintain"]`` and
+    exactly one of ``workspaces`` or ``tenant_wide: true`` (its scope)."""
     claims = _decode(token, verifier)
     if not {"read", MAINTAIN} <= _perms(claims):
         raise UntrustedContext()
@@ -332,6 +361,7 @@ def verify_maintainer_token(token: str, verifier: HostTokenVerifier) -> Maintain
         tenant_id=_ref(claims.get("tenant")),
         subject=_ref(claims.get("sub")),
         token_id=_ref(claims.get("jti")),
+        workspaces=_maintainer_workspaces(claims),
     )
     logger.info("maintainer token verified", extra={"jti": identity.token_id})
     return identity

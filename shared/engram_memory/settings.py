@@ -47,6 +47,9 @@ class Settings:
     host_public_key_pem: str
     # The host's key set (JWKS JSON); when set it replaces host_public_key_pem (rotation).
     host_jwks: str = ""
+    # The forget ledger table (docs/forget-ledger.md); a forget or withdrawal without one
+    # is refused (STORE_UNAVAILABLE), never committed unledgered.
+    ledger_table_name: str = ""
     # Admission policy configured by the host for this tenant.
     admission_policy_id: str = "default"
     admission_policy_version: str = "1"
@@ -118,6 +121,7 @@ def _deployment(e: Mapping[str, str]) -> dict[str, Any]:
         "table_name": e[n.TABLE_NAME],
         "key_table_name": e[n.KEY_TABLE_NAME],
         "projection_table_name": e[n.PROJECTION_TABLE_NAME],
+        "ledger_table_name": e.get(n.LEDGER_TABLE_NAME, ""),
         "kms_key_id": e.get(n.KMS_KEY_ID, ""),
         "host_issuer": e.get(n.HOST_ISSUER, ""),
         "audience": e.get(n.AUDIENCE, ""),

@@ -133,7 +133,7 @@ class Smoke:
         t = self.target
         return mint_maintainer_token(self.key, issuer=t.issuer, audience=t.audience,
                                      tenant=t.tenant, now=time.time(), subject="engram-smoke",
-                                     ttl_s=TOKEN_TTL_S)
+                                     ttl_s=TOKEN_TTL_S, tenant_wide=True)
 
     @asynccontextmanager
     async def _client(self, **claims: Any) -> AsyncIterator[Any]:
@@ -337,14 +337,3 @@ def run_smoke(args: argparse.Namespace, session: Any = None, out: TextIO = sys.s
     return 0
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """``engram-memory smoke``."""
-    smoke = sub.add_parser("smoke", help="run the memory flow once against a deployed stack")
-    smoke.add_argument("--stack", required=True, help="the tenant's stack name")
-    smoke.add_argument("--region", default=None, help="the stack's region (default: AWS's)")
-    smoke.add_argument("--host-key", type=Path, required=True,
-                       help="the host's private key (PEM) whose public half the tenant has")
-    smoke.add_argument("--workspace", default="", help="default: the tenant's first")
-    smoke.add_argument("--mcp-url", default="", help="override output McpEndpointUrl")
-    smoke.add_argument("--api-url", default="", help="override output ApiBaseUrl")
-    smoke.set_defaults(func=run_smoke)

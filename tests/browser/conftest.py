@@ -45,7 +45,7 @@ def maintainer_token(service: RunningService) -> str:
     key = load_or_create_host_key(service.home / HOST_KEY_FILE)
     ident = service.identity
     return mint_maintainer_token(key, issuer=ident.issuer, audience=ident.audience,
-                                 tenant=ident.tenant, now=time.time())
+                                 tenant=ident.tenant, now=time.time(), tenant_wide=True)
 
 
 @pytest.fixture(scope="session")

@@ -32,7 +32,7 @@ def _statuses(service: RunningService, origins: dict[str, str]) -> dict[str, dic
     key = load_or_create_host_key(service.home / HOST_KEY_FILE)
     ident = service.identity
     token = mint_maintainer_token(key, issuer=ident.issuer, audience=ident.audience,
-                                  tenant=ident.tenant, now=time.time())
+                                  tenant=ident.tenant, now=time.time(), tenant_wide=True)
     found: dict[str, dict[str, int]] = {}
     for name, origin in origins.items():
         host = httpx2.get(service.base_url + "/host/confirmations",

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from engram_memory.cli import main as cli
 from engram_memory.domain.ranking import PROJECTION_GENERATION
-from engram_memory.local import cli
 
 from .conftest import connect
 from .test_memory_flow import capture_arguments, value
@@ -36,7 +36,7 @@ def clean_env(home: Path) -> dict[str, str]:
 
 def serve(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engram_memory.local.cli", "serve", "--port", "0",
+        [sys.executable, "-m", "engram_memory.cli.main", "serve", "--port", "0",
          "--data-dir", str(data_dir), "--tenant", "t-cli"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env=clean_env(data_dir / "home"),

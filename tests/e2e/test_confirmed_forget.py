@@ -13,7 +13,7 @@ import secrets
 from typing import Any
 
 import pytest
-from engram_memory.local import confirm_cli
+from engram_memory.cli import main as cli
 from engram_memory.local.service import RunningService
 
 from .conftest import MODES, PURPOSE, WORKSPACE, connect
@@ -26,7 +26,7 @@ TOOLS = ["search", "get", "capture", "request_admission", "forget"]
 def _cli(capsys: pytest.CaptureFixture[str], service: RunningService, *argv: str
          ) -> tuple[int, dict[str, Any]]:
     capsys.readouterr()
-    status = confirm_cli.main(["confirm", *argv[:1], "--data-dir", str(service.home),
+    status = cli.main(["confirm", *argv[:1], "--data-dir", str(service.home),
                                "--workspace", WORKSPACE, *argv[1:]])
     return status, json.loads(capsys.readouterr().out)
 

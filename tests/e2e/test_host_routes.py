@@ -16,7 +16,7 @@ def maintainer(service: RunningService) -> str:
     key = load_or_create_host_key(service.home / HOST_KEY_FILE)
     ident = service.identity
     return mint_maintainer_token(key, issuer=ident.issuer, audience=ident.audience,
-                                 tenant=ident.tenant, now=time.time())
+                                 tenant=ident.tenant, now=time.time(), tenant_wide=True)
 
 
 def test_host_routes_refuse_a_request_without_the_maintenance_permission(
@@ -38,3 +38,22 @@ def test_host_routes_answer_an_operator_through_the_lambda_handler(
         headers={"Authorization": f"Bearer {maintainer(service)}"})
     assert response.status_code == 404
     assert response.headers["content-type"].startswith("application/json")
+
+
+def test_a_workspace_scoped_operator_is_refused_on_another_workspace(
+    service: RunningService,
+) -> None:
+    key = load_or_create_host_key(service.home / HOST_KEY_FILE)
+    ident = service.identity
+    scoped = mint_maintainer_token(key, issuer=ident.issuer, audience=ident.audience,
+                                   tenant=ident.tenant, now=time.time(), workspaces=[WORKSPACE])
+    headers = {"Authorization": f"Bearer {scoped}"}
+    own = httpx2.get(service.base_url + "/host/confirmations",
+                     params={"workspace_id": WORKSPACE, "state": "pending"}, headers=headers)
+    assert own.status_code == 200
+    other = httpx2.get(service.base_url + "/host/confirmations",
+                       params={"workspace_id": "another-team", "state": "pending"},
+                       headers=headers)
+    assert other.status_code == 403
+    assert other.json() == {"error": {"code": "FORBIDDEN",
+                                      "message": "The maintain permission is required."}}

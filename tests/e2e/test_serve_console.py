@@ -51,7 +51,7 @@ def test_serve_prints_the_review_page_and_one_line_per_waiting_confirmation(
 ) -> None:
     data_dir = tmp_path / "data"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "engram_memory.local.cli", "serve", "--port", "0",
+        [sys.executable, "-m", "engram_memory.cli.main", "serve", "--port", "0",
          "--data-dir", str(data_dir), "--tenant", "t-console"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env=clean_env(data_dir / "home"))

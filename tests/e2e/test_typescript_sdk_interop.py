@@ -13,7 +13,7 @@ import secrets
 from typing import Any
 
 import pytest
-from engram_memory.local import confirm_cli
+from engram_memory.cli import main as cli
 from engram_memory.local.service import RunningService
 
 from .conftest import PURPOSE, WORKSPACE
@@ -66,10 +66,10 @@ def confirm(capsys: pytest.CaptureFixture[str], service: RunningService, tool: s
     """The host asks the human and the human approves: the elicitationRef to carry."""
     common = ["--data-dir", str(service.home), "--workspace", WORKSPACE]
     capsys.readouterr()
-    assert confirm_cli.main(["confirm", "request", *common, "--tool", tool,
+    assert cli.main(["confirm", "request", *common, "--tool", tool,
                              "--arguments", json.dumps(arguments), "--ttl", "60"]) == 0
     ref = str(json.loads(capsys.readouterr().out)["elicitationRef"])
-    assert confirm_cli.main(["confirm", "approve", ref, *common, "--approver", "alice"]) == 0
+    assert cli.main(["confirm", "approve", ref, *common, "--approver", "alice"]) == 0
     assert json.loads(capsys.readouterr().out)["state"] == "approved"
     return ref
 

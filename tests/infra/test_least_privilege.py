@@ -456,3 +456,18 @@ def test_the_write_path_may_batch_read_on_every_table_it_batch_reads(
     assert "dynamodb:BatchGetItem" in _granted_on(synthesized, "request_admission", "KeyTable")
     # Capture only ever puts a wrapped key: no batch read opens the key table to it.
     assert not _granted_on(synthesized, "capture", "KeyTable") & _READ_ACTIONS
+
+
+def test_only_forget_and_withdraw_write_the_forget_ledger_and_only_put_entries(
+        synthesized: Synthesized) -> None:
+    # docs/forget-ledger.md: every forget and withdrawal puts its entry in its commit; no
+    # function reads, updates or deletes the ledger (the reapply tool runs as the operator).
+    ledger = _lid(synthesized, "AWS::DynamoDB::Table", "LedgerTable")
+    touching = {}
+    for name, statements in statements_by_function(synthesized.template).items():
+        for s in statements:
+            if {"Fn::GetAtt": [ledger, "Arn"]} in as_list(s["Resource"]):
+                assert s["Condition"]["ForAllValues:StringLike"]["dynamodb:LeadingKeys"] in (
+                    "LEDGER#*", ["LEDGER#*"]), name
+                touching.setdefault(name, set()).update(as_list(s["Action"]))
+    assert touching == {"forget": {"dynamodb:PutItem"}, "withdraw": {"dynamodb:PutItem"}}

@@ -28,7 +28,7 @@ from tests.infra.conftest import Synthesized
 
 REGION = "us-east-1"
 TABLE_OUTPUTS = {"main": "MainTableName", "keys": "KeyTableName",
-                 "projection": "ProjectionTableName"}
+                 "projection": "ProjectionTableName", "ledger": "LedgerTableName"}
 
 
 class Local:
@@ -64,6 +64,7 @@ def local(monkeypatch_module: pytest.MonkeyPatch) -> Iterator[Local]:
                         "ENGRAM_WORKSPACE_IDS": "default", "ENGRAM_TABLE_NAME": "t-main",
                         "ENGRAM_KEY_TABLE_NAME": "t-keys",
                         "ENGRAM_PROJECTION_TABLE_NAME": "t-projection",
+                        "ENGRAM_LEDGER_TABLE_NAME": "t-ledger",
                         "ENGRAM_PAGE_CURSOR_SECRET": "x"}.items():
         monkeypatch_module.setenv(name, value)
     monkeypatch_module.delenv("ENGRAM_AWS_ENDPOINT_URL", raising=False)

@@ -145,13 +145,14 @@ def test_a_host_key_set_reaches_every_function_as_the_jwks_it_reads() -> None:
     keys = _host_keys()
     host = {k: v for k, v in _example()["host"].items() if k != "public_key_pem"}
     config = TenantConfig.from_dict(_example() | {"host": host | {"keys": keys}})
-    env = stack_environment(config, table="t", key_table="k", projection="p", kms_key_arn="a")
+    env = stack_environment(config, table="t", key_table="k", projection="p", ledger="l",
+                            kms_key_arn="a")
     assert env_names.HOST_PUBLIC_KEY_PEM not in env
     assert [key.kid for key in keys_from_jwks(env[env_names.HOST_JWKS])] == [
         "host-2026-06", "host-2026-12"]
     # A single PEM key (every configuration before key sets) still deploys as before.
     legacy = stack_environment(load_config(), table="t", key_table="k", projection="p",
-                               kms_key_arn="a")
+                               ledger="l", kms_key_arn="a")
     assert env_names.HOST_JWKS not in legacy
     assert legacy[env_names.HOST_PUBLIC_KEY_PEM] == load_config().host_public_key_pem
 

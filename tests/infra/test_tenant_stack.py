@@ -56,13 +56,16 @@ def test_projection_table_has_no_stream(synthesized: Synthesized) -> None:
 
 def test_every_table_is_on_demand_keyed_by_pk_sk_with_ttl(synthesized: Synthesized) -> None:
     tables = synthesized.resources("AWS::DynamoDB::Table")
-    assert len(tables) == 3
-    for table in tables.values():
+    assert len(tables) == 4
+    for logical_id, table in tables.items():
         props = table["Properties"]
         assert props["BillingMode"] == "PAY_PER_REQUEST"
         assert props["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"},
                                       {"AttributeName": "sk", "KeyType": "RANGE"}]
         assert props["TimeToLiveSpecification"] == {"AttributeName": "ttl", "Enabled": True}
+        if "LedgerTable" in logical_id:
+            # The forget ledger cannot be deleted by accident (docs/forget-ledger.md).
+            assert props["DeletionProtectionEnabled"] is True
 
 
 def test_main_table_and_keys_survive_stack_deletion(synthesized: Synthesized) -> None:

@@ -41,6 +41,7 @@ BASE_ENV = {
     "ENGRAM_TABLE_NAME": "engram-main",
     "ENGRAM_KEY_TABLE_NAME": "engram-keys",
     "ENGRAM_PROJECTION_TABLE_NAME": "engram-projection",
+    "ENGRAM_LEDGER_TABLE_NAME": "engram-ledger",
     "ENGRAM_PAGE_CURSOR_SECRET": "test-page-cursor-secret",
     "ENGRAM_ADMISSION_MODE": "accept",
     "ENGRAM_ADMISSION_POLICY_VERSION": "1",

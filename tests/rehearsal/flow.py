@@ -70,7 +70,7 @@ class Flow:
         """A short-lived host-operator token."""
         return mint_maintainer_token(self.s.host_key, issuer=self.s.issuer,
                                      audience=self.s.audience, tenant=self.s.tenant,
-                                     now=time.time(), ttl_s=300)
+                                     now=time.time(), ttl_s=300, tenant_wide=True)
 
     def call(self, tool: str, arguments: dict[str, Any], **claims: Any) -> dict[str, Any]:
         """One tool call's envelope (no call may meet an access denial)."""

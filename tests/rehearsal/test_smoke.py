@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from engram_memory import smoke
-from engram_memory.local.cli import build_parser
+from engram_memory.cli.main import build_parser
 from engram_memory.local.tokens import private_pem
 
 from tests.rehearsal.harness import Rehearsal

@@ -29,7 +29,7 @@ def test_the_stack_is_created_with_the_reader_types_beside_it(rehearsal: Rehears
 def test_each_table_has_the_template_keys_stream_and_ttl(rehearsal: Rehearsal) -> None:
     dynamodb = rehearsal.client("dynamodb")
     tables = rehearsal.stood.resources("AWS::DynamoDB::Table")
-    assert len(tables) == 3
+    assert len(tables) == 4  # main, keys, projection, the forget ledger
     for lid, resource in tables.items():
         props = resource["Properties"]
         name = rehearsal.stood.physical[lid]

@@ -133,7 +133,8 @@ class McpHarness:
     def maintainer(self) -> str:
         """A host-operator token of this deployment (``perm`` read + maintain)."""
         return mint_maintainer_token(self.key, issuer=ISSUER, audience=AUDIENCE,
-                                     tenant=self.settings.tenant_id, now=time.time())
+                                     tenant=self.settings.tenant_id, now=time.time(),
+                                     tenant_wide=True)
 
     def request(self, method: str, path: str, headers: dict[str, str | bytes],
                 body: bytes | AsyncIterator[bytes] = b"", timeout: float = 10) -> Reply:

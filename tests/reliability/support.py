@@ -141,7 +141,8 @@ class World:
     def store(self) -> DynamoMemoryStore:
         """The store adapter over the mocked tables (reads only in tests)."""
         s = self.aws.settings
-        return DynamoMemoryStore(self.aws.dynamodb, s.table_name, s.key_table_name)
+        return DynamoMemoryStore(self.aws.dynamodb, s.table_name, s.key_table_name,
+                                 s.ledger_table_name)
 
 
 def ok(envelope: dict[str, Any]) -> dict[str, Any]:

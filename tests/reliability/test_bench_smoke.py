@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.aws_calls import DESIGN_MINIMUM, PER_TERM_NOTE, describe
+
 ROOT = Path(__file__).resolve().parents[2]
 BENCHES = {
     "tool_latency.py": "| tool | direct p50 ms |",
@@ -72,6 +74,17 @@ def test_the_bench_runs_quickly_and_prints_its_table(
                   for tool, cell in trips.items()}
         assert (fewest["capture"], fewest["request_admission"], fewest["withdraw"],
                 fewest["forget"]) == ("2", "3", "3", "3"), stdout
+        # Every tool makes exactly the AWS calls its design needs, no more, no other kind
+        # (docs/performance.md's call table is this column): search's postings Queries
+        # (one per query term) are the "+ T Query" beside its minimum.
+        measured = dict(zip(_column(rows, "tool"), _column(rows, "measured"), strict=True))
+        assert set(measured) == set(DESIGN_MINIMUM), stdout
+        for tool, minimum in DESIGN_MINIMUM.items():
+            made = measured[tool]
+            if tool in PER_TERM_NOTE:
+                made = " + ".join(part for part in made.split(" + ")
+                                  if not part.endswith(" Query"))
+            assert made == describe(minimum), (tool, measured[tool], stdout)
     if script == "ranking_quality.py":
         assert "(0 refused at capture" in stdout, stdout
         assert " 0 search errors" in stdout, stdout

@@ -24,7 +24,7 @@ from engram_memory.domain.instant import format_instant
 from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
 from functions.expiry_sweeper.handler import lambda_handler as sweeper_handler
-from infra.names import KEY_TABLE_PARTITIONS, MAIN_TABLE_PARTITIONS
+from infra.names import KEY_TABLE_PARTITIONS, LEDGER_TABLE_PARTITIONS, MAIN_TABLE_PARTITIONS
 from tests.fixtures.contract_fixtures import PURPOSE_REF
 from tests.integration.expiry.support import SCHEDULED_EVENT
 from tests.integration.write_path.adjudication_support import (
@@ -48,7 +48,7 @@ def check_fences(log: PartitionLog, *, complete: bool) -> None:
     """Every key inside its function's fences; with ``complete``, every family used."""
     for (function, table), partitions in log.touched.items():
         fence = {"main": MAIN_TABLE_PARTITIONS[function], "keys": KEY_TABLE_PARTITIONS,
-                 "projection": ("*",)}[table]
+                 "projection": ("*",), "ledger": LEDGER_TABLE_PARTITIONS}[table]
         used = families_used(partitions, fence)
         if complete and table == "main":
             assert used == set(fence), (function, "granted but unused:", set(fence) - used)
@@ -60,7 +60,8 @@ def log(world: World) -> PartitionLog:
     s = world.aws.settings
     world.record("warm-up")  # builds the wired client before hooking it
     return PartitionLog({s.table_name: "main", s.key_table_name: "keys",
-                         s.projection_table_name: "projection"}).attach(
+                         s.projection_table_name: "projection",
+                         s.ledger_table_name: "ledger"}).attach(
         bootstrap.dynamodb_client())
 
 

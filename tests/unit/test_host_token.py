@@ -14,6 +14,8 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from engram_memory.domain.context import Tool
 from engram_memory.domain.principals import INTERNAL_PRINCIPALS
 from engram_memory.host_token import (
+    MAX_MAINTAINER_WORKSPACES,
+    MAX_REF_BYTES,
     HostTokenVerifier,
     UntrustedContext,
     bearer_token,
@@ -206,10 +208,79 @@ def test_a_token_with_a_malformed_claim_is_refused(claim: str, value: Any) -> No
 
 
 def test_a_maintainer_token_yields_the_operator_identity() -> None:
-    tok = mint_maintainer_token(KEY, issuer=ISS, audience=AUD, tenant="t1", now=NOW, subject="ops")
+    tok = mint_maintainer_token(KEY, issuer=ISS, audience=AUD, tenant="t1", now=NOW, subject="ops",
+                                tenant_wide=True)
     identity = verify_maintainer_token(tok, verifier())
     assert (identity.tenant_id, identity.subject) == ("t1", "ops")
     assert identity.token_id
+
+
+# --- maintainer-token scope (issue 35 item 2) ----------------------------------------------
+
+
+def maintainer_claims(**scope: Any) -> dict[str, Any]:
+    """A maintainer token's claims with the given scope claims (and nothing else of scope)."""
+    return {"iss": ISS, "aud": AUD, "sub": "ops", "jti": "j-1", "iat": int(NOW),
+            "nbf": int(NOW), "exp": int(NOW) + 60, "tenant": "t1",
+            "perm": ["read", "maintain"], **scope}
+
+
+def test_a_tenant_wide_maintainer_token_covers_every_workspace() -> None:
+    identity = verify_maintainer_token(raw_token(maintainer_claims(tenant_wide=True)),
+                                       verifier())
+    assert identity.workspaces is None
+    assert identity.covers("ws1")
+    assert identity.covers("any-other")
+
+
+def test_a_scoped_maintainer_token_covers_only_its_workspaces() -> None:
+    tok = mint_maintainer_token(KEY, issuer=ISS, audience=AUD, tenant="t1", now=NOW,
+                                workspaces=["ws1", "ws2"])
+    identity = verify_maintainer_token(tok, verifier())
+    assert identity.workspaces == frozenset({"ws1", "ws2"})
+    assert identity.covers("ws1")
+    assert identity.covers("ws2")
+    assert not identity.covers("ws3")
+    assert not identity.covers("")
+
+
+@pytest.mark.parametrize("scope", [
+    {},  # neither: the old claim set is no longer tenant-wide by default
+    {"workspace": "ws1"},  # the singular claim the old verifier ignored
+    {"tenant_wide": False},
+    {"workspaces": ["ws1"], "tenant_wide": True},  # both
+    {"workspaces": []},
+    {"workspaces": "ws1"},
+    {"workspaces": ["ws1", 7]},
+    {"workspaces": ["ws1#x"]},
+    {"workspaces": [""]},
+    {"workspaces": ["x" * (MAX_REF_BYTES + 1)]},
+    {"workspaces": [f"ws{i}" for i in range(MAX_MAINTAINER_WORKSPACES + 1)]},
+    {"tenant_wide": "true"},
+    {"tenant_wide": 1},
+    {"tenant_wide": None},
+])
+def test_a_maintainer_token_without_exactly_one_valid_scope_is_refused(
+    scope: dict[str, Any],
+) -> None:
+    with pytest.raises(UntrustedContext):
+        verify_maintainer_token(raw_token(maintainer_claims(**scope)), verifier())
+
+
+def test_a_maintainer_token_may_name_up_to_the_bound_of_workspaces() -> None:
+    listed = [f"ws{i}" for i in range(MAX_MAINTAINER_WORKSPACES)]
+    identity = verify_maintainer_token(raw_token(maintainer_claims(workspaces=listed)),
+                                       verifier())
+    assert identity.workspaces == frozenset(listed)
+
+
+@pytest.mark.parametrize("scope", [{}, {"workspaces": ["a"], "tenant_wide": True},
+                                   {"workspaces": []}])
+def test_minting_refuses_a_maintainer_token_without_exactly_one_scope(
+    scope: dict[str, Any],
+) -> None:
+    with pytest.raises(ValueError, match="maintainer token"):
+        mint_maintainer_token(KEY, issuer=ISS, audience=AUD, tenant="t1", now=NOW, **scope)
 
 
 def test_an_agent_token_is_not_a_maintainer_token() -> None:
@@ -219,20 +290,23 @@ def test_an_agent_token_is_not_a_maintainer_token() -> None:
 
 def test_a_maintainer_token_without_read_is_refused() -> None:
     tok = mint_maintainer_token(
-        KEY, issuer=ISS, audience=AUD, tenant="t1", now=NOW, perm=["maintain"]
+        KEY, issuer=ISS, audience=AUD, tenant="t1", now=NOW, perm=["maintain"],
+        tenant_wide=True,
     )
     with pytest.raises(UntrustedContext):
         verify_maintainer_token(tok, verifier())
 
 
 def test_a_maintainer_token_for_another_tenant_is_refused() -> None:
-    tok = mint_maintainer_token(KEY, issuer=ISS, audience=AUD, tenant="t2", now=NOW)
+    tok = mint_maintainer_token(KEY, issuer=ISS, audience=AUD, tenant="t2", now=NOW,
+                                tenant_wide=True)
     with pytest.raises(UntrustedContext):
         verify_maintainer_token(tok, verifier())
 
 
 def test_an_expired_maintainer_token_is_refused() -> None:
-    tok = mint_maintainer_token(KEY, issuer=ISS, audience=AUD, tenant="t1", now=NOW - 600)
+    tok = mint_maintainer_token(KEY, issuer=ISS, audience=AUD, tenant="t1", now=NOW - 600,
+                                tenant_wide=True)
     with pytest.raises(UntrustedContext):
         verify_maintainer_token(tok, verifier())
 
@@ -265,7 +339,7 @@ def host_calls(signer: Any) -> list[tuple[str, str]]:
     """What the host sends when signing with ``signer``: an agent and a maintainer token."""
     return [("agent", token(signer)),
             ("maintainer", mint_maintainer_token(signer, issuer=ISS, audience=AUD,
-                                                 tenant="t1", now=NOW))]
+                                                 tenant="t1", now=NOW, tenant_wide=True))]
 
 
 def refusals(v: HostTokenVerifier, calls: list[tuple[str, str]]) -> int:

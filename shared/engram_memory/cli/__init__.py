@@ -1,1 +1,1 @@
-"""The ``engram-memory`` command line, one module per command."""
+"""The ``engram-memory`` command line: one module per command (see ``main.COMMANDS``)."""

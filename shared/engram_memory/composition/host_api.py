@@ -11,12 +11,15 @@ from typing import TYPE_CHECKING
 from engram_memory import bootstrap
 from engram_memory.adapters.clock import SystemClock
 from engram_memory.adapters.dynamodb.confirmations import DynamoConfirmationStore
+from engram_memory.adapters.dynamodb.export_reader import DynamoExportReader
+from engram_memory.adapters.dynamodb.restore_writer import DynamoRestoreWriter
 from engram_memory.adapters.dynamodb.waiting import DynamoWaitingList
 from engram_memory.adapters.lambda_invoker import InvocationDeadline, lambda_invoker
 from engram_memory.adapters.stepfunctions.clients import GateClients, gate_clients
 from engram_memory.adapters.stepfunctions.workflow import StepFunctionsConfirmationWorkflow
 from engram_memory.domain.context import Tool
 from engram_memory.gate.adjudication import InvokedAdjudicator
+from engram_memory.gate.backup_routes import BackupRoutes
 from engram_memory.gate.host_api import HostApi
 from engram_memory.gate.migration import Mem0Migrator
 from engram_memory.host_token import verifier_from_settings
@@ -98,11 +101,15 @@ def migration_invoker(settings: Settings,
 def build_host_api(settings: Settings, clients: GateClients, invoker: ToolInvoker,
                    migrations: ToolInvoker | None = None) -> HostApi:
     """The host routes, verifying maintainer tokens against the registered host key."""
+    verifier = verifier_from_settings(settings, time.time)
     return HostApi(
-        verifier=verifier_from_settings(settings, time.time),
+        verifier=verifier,
         confirmations=build_confirmation_service(settings, clients),
         adjudicate=InvokedAdjudicator(invoker, new_adjudication_audit_id),
         waiting=DynamoWaitingList(clients.dynamodb, settings.table_name),
+        backup=BackupRoutes(DynamoExportReader(clients.dynamodb, settings.table_name),
+                            DynamoRestoreWriter(clients.dynamodb, settings.table_name),
+                            verifier.tenant_id, SystemClock().now_ms),
         migrate=(Mem0Migrator(migrations, SystemClock().now_ms, new_migration_audit_id)
                  if migrations is not None else None),
     )

@@ -7,11 +7,15 @@
 ``GET  /host/confirmations?workspace_id=…&state=pending`` → a page of pending confirmations;
 ``GET  /host/adjudications?workspace_id=…`` → a page of candidates held for adjudication;
 ``GET  /host/adjudications/{candidate_id}?workspace_id=…`` → its payload, for the reviewer;
+``GET /host/export``, ``POST /host/restore[/lines|/commit]``, ``DELETE /host/restore`` →
+backup and restore (gate/backup_routes.py, docs/backup.md);
 ``POST /host/migrations/mem0`` → what became of each memory of a batch (gate/migration.py).
 
 Every route needs a host-operator token carrying ``maintain`` (``Authorization: Bearer``);
-an agent token is refused with 403, anything else with 401. Bodies are closed models; any
-violation is one constant 400. Errors never carry exception text.
+an agent token is refused with 403, anything else with 401. A token scoped to
+``workspaces`` is refused with the same 403 on any other workspace (``HostApi.scope``,
+the one check every route calls); only a ``tenant_wide`` token covers them all. Bodies
+are closed models; any violation is one constant 400. Errors never carry exception text.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from engram_memory.domain.canonical import is_digest
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.errors import EngramError, InvalidSchema, StoreUnavailable, Unauthorized
 from engram_memory.domain.intent import operation_digest, target_of
+from engram_memory.gate import backup_routes
 from engram_memory.gate.host_models import (
     AdjudicationBody,
     AdjudicationPage,
@@ -45,7 +50,7 @@ from engram_memory.gate.host_models import (
     WaitingCandidateView,
     WaitingConfirmationView,
 )
-from engram_memory.gate.migration import Mem0Batch, token_covers
+from engram_memory.gate.migration import Mem0Batch
 from engram_memory.host_token import (
     HostTokenVerifier,
     MaintainerIdentity,
@@ -78,7 +83,7 @@ Migrate = Callable[[Scope, Mem0Batch, str], Mapping[str, Any]]
 _STATUS_BY_CODE = {
     "INVALID_SCHEMA": 400, "INVALID_DIGEST": 400, "UNAUTHORIZED": 403, "NOT_FOUND": 404,
     "ILLEGAL_TRANSITION": 409, "ALREADY_TERMINAL": 409, "DIGEST_CONFLICT": 409,
-    "gate_failed": 409, "RATE_LIMITED": 429,
+    "gate_failed": 409, "RATE_LIMITED": 429, "BACKUP_INVALID": 422, "RESTORE_REFUSED": 409,
 }
 _BAD_REQUEST = {"code": "INVALID_REQUEST", "message": "The request body is invalid."}
 _UNAUTHENTICATED = {"code": "UNAUTHENTICATED",
@@ -163,12 +168,14 @@ class HostApi:
         confirmations: ConfirmationService,
         adjudicate: Adjudicate,
         waiting: WaitingList,
+        backup: backup_routes.BackupRoutes | None = None,
         migrate: Migrate | None = None,
     ) -> None:
         self._verifier = verifier
         self._confirmations = confirmations
         self._adjudicate = adjudicate
         self._waiting = waiting
+        self._backup = backup
         self._migrate = migrate
 
     def handle(self, event: Mapping[str, Any]) -> dict[str, Any]:
@@ -203,7 +210,11 @@ class HostApi:
         # A genuine agent token: authenticated, but the agent path never maintains.
         raise _Refusal(403, _FORBIDDEN)
 
-    def _scope(self, workspace_id: str) -> Scope:
+    def scope(self, who: MaintainerIdentity, workspace_id: str) -> Scope:
+        """The scope a route acts on: 403 (constant body) when ``who`` does not cover
+        ``workspace_id``; the deployment's own workspace list as before."""
+        if not who.covers(workspace_id):
+            raise _Refusal(403, _FORBIDDEN)
         allowed = self._verifier.workspace_ids
         if allowed and workspace_id not in allowed:
             raise Unauthorized()
@@ -211,7 +222,7 @@ class HostApi:
 
     def _request(self, request: _Request, who: MaintainerIdentity, _: str) -> dict[str, Any]:
         body: ConfirmationRequestBody = _body(ConfirmationRequestBody, request)
-        scope = self._scope(body.workspace_id)
+        scope = self.scope(who, body.workspace_id)
         tool = Tool(body.capability)
         target, digest = _operation(tool, body)
         created = self._confirmations.request(
@@ -223,37 +234,38 @@ class HostApi:
 
     def _decide(self, request: _Request, who: MaintainerIdentity, ref: str) -> dict[str, Any]:
         body: DecisionBody = _body(DecisionBody, request)
-        scope = self._scope(body.workspace_id)
+        scope = self.scope(who, body.workspace_id)
         settled = self._confirmations.decide(
             scope, ref, Decision(body.decision), body.approver, who.subject,
         )
         metrics.add_metric(name=f"confirmation.{body.decision}", unit=MetricUnit.Count, value=1)
         return _response(200, settled.public_view())
 
-    def _show(self, request: _Request, _: MaintainerIdentity, ref: str) -> dict[str, Any]:
+    def _show(self, request: _Request, who: MaintainerIdentity, ref: str) -> dict[str, Any]:
         workspace_id = request.query.get("workspace_id", "")
         if not workspace_id or "#" in workspace_id:
             raise _Refusal(400, _BAD_REQUEST)
-        found = self._confirmations.show(self._scope(workspace_id), ref)
+        found = self._confirmations.show(self.scope(who, workspace_id), ref)
         return _response(200, found.public_view())
 
-    def _pending_confirmations(self, request: _Request, _: MaintainerIdentity,
+    def _pending_confirmations(self, request: _Request, who: MaintainerIdentity,
                                __: str) -> dict[str, Any]:
-        return self._listed(request, self._waiting.confirmations, _confirmation_view,
+        return self._listed(request, who, self._waiting.confirmations, _confirmation_view,
                             ConfirmationPage, state_required=True)
 
-    def _held_candidates(self, request: _Request, _: MaintainerIdentity,
+    def _held_candidates(self, request: _Request, who: MaintainerIdentity,
                          __: str) -> dict[str, Any]:
-        return self._listed(request, self._waiting.adjudications, _candidate_view,
+        return self._listed(request, who, self._waiting.adjudications, _candidate_view,
                             AdjudicationPage, state_required=False)
 
-    def _listed(self, request: _Request, read: Callable[[Scope, int, str | None], WaitingPage[T]],
+    def _listed(self, request: _Request, who: MaintainerIdentity,
+                read: Callable[[Scope, int, str | None], WaitingPage[T]],
                 view: Callable[[T], BaseModel], page: type[ConfirmationPage | AdjudicationPage],
                 *, state_required: bool) -> dict[str, Any]:
         """One page of a waiting list, read with ``read`` and shown item by item by ``view``."""
         query = _list_query(request, state_required=state_required)
         try:
-            found = read(self._scope(query.workspace_id), query.limit, query.cursor)
+            found = read(self.scope(who, query.workspace_id), query.limit, query.cursor)
         except InvalidSchema:
             raise _Refusal(400, _BAD_REQUEST) from None
         listed = page.model_validate({"items": [view(item) for item in found.items],
@@ -265,7 +277,7 @@ class HostApi:
         workspace_id = request.query.get("workspace_id", "")
         if set(request.query) != {"workspace_id"} or not workspace_id or "#" in workspace_id:
             raise _Refusal(400, _BAD_REQUEST)
-        scope = self._scope(workspace_id)
+        scope = self.scope(who, workspace_id)
         # Only request_admission may decrypt: it reads the payload for this reviewer.
         token = bearer_token(request.headers.get("authorization"))
         found = self._adjudicate(scope, candidate_id, INSPECT, who.subject, token)
@@ -279,20 +291,67 @@ class HostApi:
         self, request: _Request, who: MaintainerIdentity, candidate_id: str,
     ) -> dict[str, Any]:
         body: AdjudicationBody = _body(AdjudicationBody, request)
-        scope = self._scope(body.workspace_id)
+        scope = self.scope(who, body.workspace_id)
         # The verified bearer token travels on: request_admission verifies it again.
         token = bearer_token(request.headers.get("authorization"))
         outcome = self._adjudicate(scope, candidate_id, body.decision,
                                    body.approver or who.subject, token)
         return _response(200, dict(outcome))
 
+    # --- backup and restore (gate/backup_routes.py) -------------------------------------
+
+    def _backup_scope(self, who: MaintainerIdentity, workspace_id: str) -> Scope:
+        if self._backup is None:
+            raise _Refusal(404, _NO_ROUTE)
+        if not workspace_id or "#" in workspace_id:
+            raise _Refusal(400, _BAD_REQUEST)
+        return self.scope(who, workspace_id)
+
+    def _export(self, request: _Request, who: MaintainerIdentity, _: str) -> dict[str, Any]:
+        scope = self._backup_scope(who, request.query.get("workspace_id", ""))
+        assert self._backup is not None
+        return _response(200, self._backup.export(scope, request.query))
+
+    def _restore_body(self, request: _Request, who: MaintainerIdentity,
+                      model: type[BaseModel]) -> tuple[Scope, Any]:
+        if self._backup is None:
+            raise _Refusal(404, _NO_ROUTE)
+        body = backup_routes.parse_body(model, request.body)
+        return self._backup_scope(who, body.workspace_id), body
+
+    def _restore_begin(self, request: _Request, who: MaintainerIdentity,
+                       _: str) -> dict[str, Any]:
+        scope, body = self._restore_body(request, who, backup_routes.RestoreBegin)
+        assert self._backup is not None
+        return _response(200, self._backup.begin(scope, body))
+
+    def _restore_lines(self, request: _Request, who: MaintainerIdentity,
+                       _: str) -> dict[str, Any]:
+        scope, body = self._restore_body(request, who, backup_routes.RestoreLines)
+        assert self._backup is not None
+        return _response(200, self._backup.lines(scope, body))
+
+    def _restore_commit(self, request: _Request, who: MaintainerIdentity,
+                        _: str) -> dict[str, Any]:
+        scope, body = self._restore_body(request, who, backup_routes.RestoreCommit)
+        assert self._backup is not None
+        return _response(200, self._backup.commit(scope, body, who.subject))
+
+    def _restore_abort(self, request: _Request, who: MaintainerIdentity,
+                       _: str) -> dict[str, Any]:
+        if set(request.query) != {"workspace_id"}:
+            raise _Refusal(400, _BAD_REQUEST)
+        scope = self._backup_scope(who, request.query["workspace_id"])
+        assert self._backup is not None
+        return _response(200, self._backup.abort(scope))
+
+    # --- migration (gate/migration.py) ---------------------------------------------------
+
     def _migrate_mem0(self, request: _Request, who: MaintainerIdentity, _: str) -> dict[str, Any]:
         if self._migrate is None:
             raise _Refusal(404, _NO_ROUTE)
         body: Mem0Batch = _body(Mem0Batch, request)
-        if not token_covers(who, body.workspace_id):
-            raise _Refusal(403, _FORBIDDEN)
-        return _response(200, dict(self._migrate(self._scope(body.workspace_id), body,
+        return _response(200, dict(self._migrate(self.scope(who, body.workspace_id), body,
                                                  who.subject)))
 
 
@@ -363,6 +422,11 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("GET", re.compile(rf"^/host/confirmations/{_SEGMENT}/?$"), HostApi._show),
     ("POST", re.compile(rf"^/host/adjudications/{_SEGMENT}/?$"), HostApi._adjudication),
     ("GET", re.compile(rf"^/host/adjudications/{_SEGMENT}/?$"), HostApi._held_candidate),
+    ("GET", re.compile(r"^/host/export/?$"), HostApi._export),
+    ("POST", re.compile(r"^/host/restore/?$"), HostApi._restore_begin),
+    ("POST", re.compile(r"^/host/restore/lines/?$"), HostApi._restore_lines),
+    ("POST", re.compile(r"^/host/restore/commit/?$"), HostApi._restore_commit),
+    ("DELETE", re.compile(r"^/host/restore/?$"), HostApi._restore_abort),
     ("POST", re.compile(r"^/host/migrations/mem0/?$"), HostApi._migrate_mem0),
 )
 

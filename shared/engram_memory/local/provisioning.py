@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from engram_memory.settings import Settings
 
 SHAPES_FILE = Path(__file__).with_name("stack_shapes.json")
-TABLE_ROLES = ("main", "keys", "projection")
+TABLE_ROLES = ("main", "keys", "projection", "ledger")
 ClientFactory = Callable[[str], Any]
 
 
@@ -78,11 +78,12 @@ def _create_table(client: Any, name: str, shape: dict[str, Any]) -> bool:
 def table_names(settings: Settings) -> dict[str, str]:
     """Each table role's name in this deployment."""
     return {"main": settings.table_name, "keys": settings.key_table_name,
-            "projection": settings.projection_table_name}
+            "projection": settings.projection_table_name,
+            "ledger": settings.ledger_table_name}
 
 
 def create_tables(dynamodb_client: Any, settings: Settings) -> None:
-    """Create the main, key and projection tables with the stack's shapes."""
+    """Create the main, key, projection and forget-ledger tables with the stack's shapes."""
     tables = stack_shapes()["tables"]
     for role, name in table_names(settings).items():
         _create_table(dynamodb_client, name, tables[role])

@@ -132,6 +132,7 @@ def _environment(config: LocalConfig, identity: state.LocalIdentity, jwks: str,
         env_names.TABLE_NAME: f"{prefix}-main",
         env_names.KEY_TABLE_NAME: f"{prefix}-keys",
         env_names.PROJECTION_TABLE_NAME: f"{prefix}-projection",
+        env_names.LEDGER_TABLE_NAME: f"{prefix}-ledger",
         env_names.HOST_ISSUER: identity.issuer,
         env_names.AUDIENCE: identity.audience,
         # The host key set (one key, under its kid): tokens select it by kid, as in AWS.

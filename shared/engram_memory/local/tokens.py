@@ -153,9 +153,17 @@ def mint_maintainer_token(
     ttl_s: int = DEFAULT_TTL_S,
     perm: Iterable[str] = ("read", "maintain"),
     kid: str | None = None,
+    workspaces: Iterable[str] | None = None,
+    tenant_wide: bool = False,
 ) -> str:
-    """A host-operator token carrying the maintenance permission (host routes only); its
-    ``kid`` as for ``mint_agent_token``."""
+    """A host-operator token carrying the maintenance permission (host routes only), scoped
+    to ``workspaces`` or, explicitly, ``tenant_wide`` (exactly one); ``kid`` as for
+    ``mint_agent_token``."""
+    listed = None if workspaces is None else list(workspaces)
+    if (listed is None) == (not tenant_wide):
+        raise ValueError("a maintainer token names its workspaces or is tenant_wide, not both")
+    if listed is not None and not listed:
+        raise ValueError("a maintainer token's workspaces must not be empty")
     claims: dict[str, Any] = {
         "iss": issuer,
         "aud": audience,
@@ -164,6 +172,7 @@ def mint_maintainer_token(
         **_times(now, ttl_s),
         "tenant": tenant,
         "perm": list(perm),
+        **({"tenant_wide": True} if listed is None else {"workspaces": listed}),
     }
     return jwt.encode(claims, private_key, algorithm=_algorithm(private_key),
                       headers={"kid": kid or key_id(private_key)})

@@ -21,8 +21,17 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, NotRequired, Protocol, TypedDict, TypeVar, Unpack
 
 from engram_memory.contract.outputs import dump_value
+from engram_memory.domain.errors import (
+    AlreadyTerminal,
+    BlobMissing,
+    EngramError,
+    GateFailed,
+    IllegalTransition,
+    NotFound,
+)
 from engram_memory.domain.intent import intent_digest, operation_digest, target_of
 from engram_memory.services.commit_retry import TimeLeft, no_deadline
+from engram_memory.services.confirmation import ConfirmationState
 from engram_memory.services.mutation import (
     Sleep,
     actor_of,
@@ -177,7 +186,24 @@ class MutationPipeline:
             else replace(shared, confirmation_ref=readable_ref(gate_first.ctx))))
         stored = replayed(found.idempotency, idem.tool, idem.intent)
         if stored is not None:
-            return dump_value(use.value_model.model_validate({**stored, **use.replay_fields}))
+            return _replay(use, stored)
+        try:
+            return self._decide_and_commit(call, use, found, gate_first)
+        except EngramError as refusal:
+            if not _may_follow_own_commit(refusal, found):
+                raise
+            # Our key was free when read, but what refused us may be the commit of this very
+            # key by an identical call (a retry racing its first attempt): its target or
+            # approval was read after that commit. The key decides: a replay if committed.
+            stored = replayed(self.store.get_idempotency(call.scope, idem.principal, idem.key),
+                              idem.tool, idem.intent)
+            if stored is None:
+                raise
+            return _replay(use, stored)
+
+    def _decide_and_commit(self, call: MutationCall, use: Mutation[C], found: ReadResult,
+                           gate_first: AgentCall | None) -> dict[str, Any]:
+        idem = call.idem
         now_ms = self.clock.now_ms()
         if gate_first is not None:
             # The approval before ANY read of the target: an unapproved call has done the
@@ -224,6 +250,28 @@ class MutationPipeline:
         with gate_refusal_explained(self.gate, agent.ctx, agent.tool, agent.arguments,
                                     now_ms):
             yield
+
+
+def _replay(use: Mutation[C], stored: Mapping[str, Any]) -> dict[str, Any]:
+    """The committed value, as a replay says it."""
+    return dump_value(use.value_model.model_validate({**stored, **use.replay_fields}))
+
+
+# What a commit of the caller's own key can make an identical call meet after it read the
+# key as free: the target moved (withdrawn, tombstoned, accepted, shredded).
+_STATE_REFUSALS = (NotFound, AlreadyTerminal, IllegalTransition, BlobMissing)
+
+
+def _may_follow_own_commit(refusal: EngramError, found: ReadResult) -> bool:
+    """True when ``refusal`` may come from the commit of the caller's own key: a state
+    refusal, or gate_failed on an approval already consumed. (gate_failed on an approval
+    absent or never granted cannot: such a call stays at its one read, whatever the target.)
+    """
+    if isinstance(refusal, _STATE_REFUSALS):
+        return True
+    approval = found.confirmation
+    return (isinstance(refusal, GateFailed) and approval is not None
+            and approval.state is ConfirmationState.CONSUMED)
 
 
 class PipelinePorts(TypedDict):

@@ -343,7 +343,24 @@ class ExpireRecord:
     at_ms: int
 
 
-Change = PutCandidate | MoveCandidate | PutRecord | TombstoneRecord | ExpireRecord
+@dataclass(frozen=True, slots=True)
+class LedgerEntry:
+    """A forget or withdrawal as the forget ledger keeps it (docs/forget-ledger.md).
+
+    Ids, digests, the journal cursor and the instant: never content. Committed in the same
+    transaction as the move it records, into a table a restore of the main table leaves alone.
+    """
+
+    operation: str
+    subject_key: str  # "record_id" (forget) or "candidate_id" (withdraw)
+    target_id: str
+    cursor: int
+    at_ms: int
+    digests: Mapping[str, str]
+
+
+Change = (PutCandidate | MoveCandidate | PutRecord | TombstoneRecord | ExpireRecord
+          | LedgerEntry)
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,9 @@
 
 Always confirmation-gated. The wrapped data key and every ciphertext chunk are deleted in
 the same transaction as the state change, so ``key_destruction`` is ``complete`` the moment
-the call succeeds. A withdrawn candidate can never be admitted (admission needs pending).
+the call succeeds; the same commit puts the withdrawal's forget-ledger entry
+(services/forget_ledger.py, docs/forget-ledger.md). A withdrawn candidate can never be
+admitted (admission needs pending).
 The steps every mutation shares are services/pipeline.py; the move, services/transitions.py.
 """
 
@@ -14,11 +16,13 @@ from engram_memory.contract.inputs import WithdrawArgs
 from engram_memory.contract.outputs import WithdrawReceipt, WithdrawValue, dump_value
 from engram_memory.domain.context import Tool
 from engram_memory.domain.lifecycle import Operation, state_of_candidate
+from engram_memory.services.forget_ledger import ledgered
 from engram_memory.services.ports import MoveCandidate, ReadRequest, ReadResult
 from engram_memory.services.transitions import Target, TargetMove, TargetMoveService
 
 if TYPE_CHECKING:
     from engram_memory.domain.journal import JournalEvent
+    from engram_memory.services.pipeline import Build
     from engram_memory.services.transitions import Transition
 
 
@@ -38,6 +42,10 @@ class Withdraw(TargetMove):
             return None
         self._chunks = found.candidate.blob_chunks
         return Target(self.target_id, state_of_candidate(found.candidate.state), {})
+
+    def decide(self, checked: Transition, found: ReadResult, now_ms: int) -> Build:
+        """The move's commit, with its entry in the forget ledger (docs/forget-ledger.md)."""
+        return ledgered(super().decide(checked, found, now_ms))
 
     def commit(self, move: Transition, event: JournalEvent) -> tuple[MoveCandidate,
                                                                   dict[str, Any]]:

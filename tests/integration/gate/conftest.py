@@ -79,6 +79,8 @@ class GateEnv:
         """A host-operator token (``perm`` read + maintain) for this deployment."""
         claims: dict[str, Any] = {"issuer": ISSUER, "audience": AUDIENCE,
                                   "tenant": self.settings.tenant_id, "now": time.time()}
+        if "workspaces" not in overrides:
+            claims["tenant_wide"] = True
         claims.update(overrides)
         return mint_maintainer_token(_HOST_KEY, **claims)
 

@@ -44,7 +44,11 @@ def test_an_agent_token_is_forbidden_on_every_host_route(gate_env: GateEnv) -> N
     agent = gate_env.agent_token(WORKSPACE_ID)
     for method, path in (("POST", CONFIRMATIONS), ("GET", f"{CONFIRMATIONS}/conf_x"),
                          ("POST", f"{CONFIRMATIONS}/conf_x/decision"),
-                         ("POST", "/host/adjudications/cand_x")):
+                         ("POST", "/host/adjudications/cand_x"),
+                         # backup and restore (docs/backup.md): host authority only
+                         ("GET", "/host/export"), ("POST", "/host/restore"),
+                         ("POST", "/host/restore/lines"), ("POST", "/host/restore/commit"),
+                         ("DELETE", "/host/restore")):
         status, body = host_call(method, path, agent, _request_body(),
                                  {"workspace_id": WORKSPACE_ID})
         assert status == 403

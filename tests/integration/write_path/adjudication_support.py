@@ -23,6 +23,8 @@ def maintainer(**overrides: Any) -> str:
     """A maintainer token of this tenant (claims and ``key`` overridable)."""
     claims: dict[str, Any] = {"issuer": ISSUER, "audience": AUDIENCE, "tenant": TENANT_ID,
                               "now": time.time()}
+    if "workspaces" not in overrides:
+        claims["tenant_wide"] = True
     claims.update(overrides)
     key = claims.pop("key", HOST_KEY)
     return mint_maintainer_token(key, **claims)

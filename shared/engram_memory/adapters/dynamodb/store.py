@@ -2,7 +2,8 @@
 
 Element order of every commit (the cancellation reasons are read back by index):
 idempotency put (absent) · journal head update (cursor = expected) · journal event put
-(absent) · the consumed confirmation, when gated · the state changes.
+(absent) · the consumed confirmation, when gated · the state changes (a forget's and a
+withdrawal's include their forget-ledger entry, in the ledger table).
 A commit the SDK had to resend (lost answer, then retried) and that then meets its own
 idempotency key is reported MUTATION_OUTCOME_UNKNOWN, never as someone else's replay.
 """
@@ -18,8 +19,9 @@ from engram_memory.adapters.dynamodb import items as it
 from engram_memory.adapters.dynamodb.batch_reads import read_together
 from engram_memory.adapters.dynamodb.confirmations import consumption_element
 from engram_memory.adapters.dynamodb.errors import translate_commit, translate_read
+from engram_memory.adapters.dynamodb.forget_ledger import ledger_element
 from engram_memory.domain.context import Scope
-from engram_memory.domain.errors import BlobMissing, MutationOutcomeUnknown
+from engram_memory.domain.errors import BlobMissing, EngramError, MutationOutcomeUnknown
 from engram_memory.domain.journal import JournalEvent, JournalHead
 from engram_memory.services.ports import (
     CandidateEntry,
@@ -29,6 +31,7 @@ from engram_memory.services.ports import (
     DueExpiry,
     ExpireRecord,
     IdempotencyEntry,
+    LedgerEntry,
     MoveCandidate,
     MutationPlan,
     PutCandidate,
@@ -50,12 +53,14 @@ def _sdk_retried(exc: ClientError | BotoCoreError) -> bool:
 
 
 class DynamoMemoryStore:
-    """MemoryStore over the main table and the key table."""
+    """MemoryStore over the main table and the key table (and the forget ledger's)."""
 
-    def __init__(self, client: Any, table_name: str, key_table_name: str) -> None:
+    def __init__(self, client: Any, table_name: str, key_table_name: str,
+                 ledger_table_name: str = "") -> None:
         self._client = client
         self._main = table_name
         self._keys = key_table_name
+        self._ledger = ledger_table_name
 
     # --- reads --------------------------------------------------------------------------
 
@@ -241,6 +246,11 @@ class DynamoMemoryStore:
             yield from it.tombstone_record(change, plan.scope, self._main)
         elif isinstance(change, ExpireRecord):
             yield from it.expire_record(change, plan.scope, self._main)
+        elif isinstance(change, LedgerEntry):
+            if not self._ledger:
+                # A forget the ledger does not keep could come back with a restore: refuse.
+                raise EngramError
+            yield ledger_element(change, plan.scope, self._ledger)
 
 
 def _head_of(item: Mapping[str, Any]) -> JournalHead:

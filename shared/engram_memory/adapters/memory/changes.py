@@ -15,6 +15,7 @@ from engram_memory.services.ports import (
     Change,
     DueExpiry,
     ExpireRecord,
+    LedgerEntry,
     MoveCandidate,
     PutCandidate,
     PutRecord,
@@ -32,6 +33,8 @@ def change_holds(t: MemoryTables, scope: Scope, change: Change) -> bool:
         return candidate is not None and candidate.state == change.from_state
     if isinstance(change, PutRecord):
         return (scope, change.record.record_id) not in t.records
+    if isinstance(change, LedgerEntry):
+        return True
     record_id = change.record_id if isinstance(change, TombstoneRecord) else change.due.record_id
     record = t.records.get((scope, record_id))
     return record is not None and record.state == change.from_state
@@ -54,6 +57,8 @@ def apply_change(t: MemoryTables, scope: Scope, change: Change) -> None:
         t.candidates[key] = moved
     elif isinstance(change, PutRecord):
         _put_record(t, scope, change)
+    elif isinstance(change, LedgerEntry):
+        t.ledger.append((scope, change))
     elif isinstance(change, TombstoneRecord):
         key = (scope, change.record_id)
         t.records[key] = replace(t.records[key], state=State.TOMBSTONED.value, parts=0)

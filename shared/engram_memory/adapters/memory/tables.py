@@ -11,7 +11,13 @@ from threading import Lock
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.journal import JournalEvent, JournalHead
 from engram_memory.services.confirmation import Confirmation, ConfirmationState
-from engram_memory.services.ports import CandidateEntry, DueExpiry, IdempotencyEntry, RecordEntry
+from engram_memory.services.ports import (
+    CandidateEntry,
+    DueExpiry,
+    IdempotencyEntry,
+    LedgerEntry,
+    RecordEntry,
+)
 
 ScopedId = tuple[Scope, str]
 
@@ -32,6 +38,8 @@ class MemoryTables:
     heads: dict[Scope, JournalHead] = field(default_factory=dict)
     events: dict[Scope, list[JournalEvent]] = field(default_factory=dict)
     confirmations: dict[ScopedId, Confirmation] = field(default_factory=dict)
+    # The forget ledger (its own table in DynamoDB): what each forget and withdrawal left.
+    ledger: list[tuple[Scope, LedgerEntry]] = field(default_factory=list)
 
     def approve(self, scope: Scope, ref: str, *, tool: Tool, target: str,
                 operation_digest: str, principal: str, approved_at_ms: int,

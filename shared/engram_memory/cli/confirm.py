@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 import urllib.error
 import urllib.parse
@@ -42,7 +41,8 @@ def _service(data_dir: Path | None) -> tuple[str, str]:
     base = identity.endpoint.rsplit("/mcp", 1)[0]
     key = load_or_create_host_key(home / state.HOST_KEY_FILE)
     token = mint_maintainer_token(key, issuer=identity.issuer, audience=identity.audience,
-                                  tenant=identity.tenant, now=time.time(), subject="local-cli")
+                                  tenant=identity.tenant, now=time.time(), subject="local-cli",
+                                  tenant_wide=True)
     return base, token
 
 
@@ -91,11 +91,25 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", default=DEFAULT_WORKSPACE)
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``confirm`` and its four subcommands to the ``engram-memory`` parser."""
-    confirm = subparsers.add_parser("confirm", help="request / decide / show a confirmation")
-    sub = confirm.add_subparsers(dest="confirm_command", required=True)
-    request = sub.add_parser("request", help="ask for a human confirmation of one call")
+def _approve(args: argparse.Namespace) -> int:
+    """POST /host/confirmations/{ref}/decision (approve)."""
+    return _decision(args, "approve")
+
+
+def _reject(args: argparse.Namespace) -> int:
+    """POST /host/confirmations/{ref}/decision (reject)."""
+    return _decision(args, "reject")
+
+
+_ACTIONS = {"request": run_request, "approve": _approve, "reject": _reject, "show": run_show}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``confirm`` and its four subcommands."""
+    confirm = sub.add_parser("confirm", help="request / decide / show a confirmation")
+    confirm.set_defaults(func=run)
+    actions = confirm.add_subparsers(dest="confirm_command", required=True)
+    request = actions.add_parser("request", help="ask for a human confirmation of one call")
     _common(request)
     request.add_argument("--tool", required=True,
                          choices=["withdraw", "forget", "capture", "request_admission"])
@@ -105,26 +119,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     request.add_argument("--target", help="with --digest: the candidate/record id")
     request.add_argument("--digest", help="with --target: the operation digest")
     request.add_argument("--ttl", type=int, default=300, help="seconds to decide (≤ 300)")
-    request.set_defaults(func=run_request)
-    for name, decision in (("approve", "approve"), ("reject", "reject")):
-        parser = sub.add_parser(name, help=f"{name} a pending confirmation")
+    for name in ("approve", "reject"):
+        parser = actions.add_parser(name, help=f"{name} a pending confirmation")
         _common(parser)
         parser.add_argument("ref", help="the elicitationRef")
         parser.add_argument("--approver", default="local-user", help="who decided")
-        parser.set_defaults(func=lambda a, d=decision: _decision(a, d))
-    show = sub.add_parser("show", help="show a confirmation's state")
+    show = actions.add_parser("show", help="show a confirmation's state")
     _common(show)
     show.add_argument("ref", help="the elicitationRef")
-    show.set_defaults(func=run_show)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run ``confirm`` alone (``python -m engram_memory.local.confirm_cli``)."""
-    parser = argparse.ArgumentParser(prog="engram-memory")
-    register(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return int(args.func(args))
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+def run(args: argparse.Namespace) -> int:
+    """Run the chosen ``confirm`` subcommand."""
+    return _ACTIONS[args.confirm_command](args)

@@ -1,0 +1,37 @@
+"""``engram-memory``: the local service (serve, token, confirm) and the tools for a deployed
+stack (reindex, reapply-forgets, smoke)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+COMMANDS = ("serve", "token", "confirm", "export", "verify", "import_", "reindex",
+            "reapply_forgets", "smoke")
+"""The command modules under ``engram_memory.cli``, in the order ``--help`` lists them."""
+
+
+def command_name(module_name: str) -> str:
+    """The command a module registers: its name with ``-`` for ``_`` (``import_`` → ``import``)."""
+    return module_name.rstrip("_").replace("_", "-")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command, each registered by its own module."""
+    parser = argparse.ArgumentParser(prog="engram-memory", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        importlib.import_module(f"engram_memory.cli.{name}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``engram-memory`` script."""
+    args = build_parser().parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

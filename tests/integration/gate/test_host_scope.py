@@ -1,0 +1,109 @@
+"""A maintainer token scoped to workspaces acts on those only (issue 35 item 2).
+
+Driven through the real host_api Lambda handler (moto): every host route on a workspace the
+token does not cover answers the constant 403 and changes nothing; on its own workspace the
+same token works, and a tenant-wide token still covers every workspace.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import jwt
+import pytest
+from engram_memory import bootstrap
+from engram_memory.local.tokens import key_id
+
+from tests.integration.gate.conftest import _HOST_KEY, GateEnv
+from tests.integration.gate.host import host_call, request_confirmation
+from tests.integration.write_path.support import withdraw_args
+from tests.support.events import PRINCIPAL, WORKSPACE_ID
+
+OTHER = "ws-other"  # served by the same deployment (tests/integration/conftest.py)
+FORBIDDEN = {"error": {"code": "FORBIDDEN", "message": "The maintain permission is required."}}
+
+
+@pytest.fixture(autouse=True)
+def _fresh_wiring(gate_env: GateEnv) -> Any:
+    bootstrap.reset()
+    yield
+    bootstrap.reset()
+
+
+def _args() -> dict[str, Any]:
+    return withdraw_args("cand_" + "c" * 52, key=f"withdraw-key-{secrets.token_hex(8)}")
+
+
+def _calls(ref: str, workspace: str) -> list[tuple[str, str, Any, dict[str, str] | None]]:
+    """One call of every host route, each on ``workspace``."""
+    candidate = "cand_" + "d" * 52
+    return [
+        ("POST", "/host/confirmations", {"workspace_id": workspace, "capability": "withdraw",
+                                         "principal": PRINCIPAL, "arguments": _args(),
+                                         "ttl_seconds": 20}, None),
+        ("POST", f"/host/confirmations/{ref}/decision",
+         {"workspace_id": workspace, "decision": "approve", "approver": "mallory"}, None),
+        ("GET", f"/host/confirmations/{ref}", None, {"workspace_id": workspace}),
+        ("GET", "/host/confirmations", None, {"workspace_id": workspace, "state": "pending"}),
+        ("GET", "/host/adjudications", None, {"workspace_id": workspace}),
+        ("GET", f"/host/adjudications/{candidate}", None, {"workspace_id": workspace}),
+        ("POST", f"/host/adjudications/{candidate}",
+         {"workspace_id": workspace, "decision": "accept"}, None),
+        ("GET", "/host/export", None, {"workspace_id": workspace}),
+    ]
+
+
+def test_a_scoped_token_is_forbidden_on_every_route_of_another_workspace(
+    gate_env: GateEnv,
+) -> None:
+    tenant_wide = gate_env.maintainer_token()
+    ref = request_confirmation(tenant_wide, OTHER, "withdraw", PRINCIPAL, _args())
+    scoped = gate_env.maintainer_token(workspaces=[WORKSPACE_ID])
+    for method, path, body, query in _calls(ref, OTHER):
+        assert host_call(method, path, scoped, body, query) == (403, FORBIDDEN), (method, path)
+    # Nothing was decided: the other team's confirmation still waits (the workflow may have
+    # moved it from requested to awaiting_decision meanwhile, nothing more).
+    status, after = host_call("GET", f"/host/confirmations/{ref}", tenant_wide,
+                              query={"workspace_id": OTHER})
+    assert status == 200
+    assert after["state"] in ("requested", "awaiting_decision")
+    assert "approver" not in after
+
+
+def test_a_scoped_token_acts_on_its_own_workspaces(gate_env: GateEnv) -> None:
+    scoped = gate_env.maintainer_token(workspaces=[WORKSPACE_ID, "ws-elsewhere"])
+    ref = request_confirmation(scoped, WORKSPACE_ID, "withdraw", PRINCIPAL, _args())
+    status, listed = host_call("GET", "/host/confirmations", scoped,
+                               query={"workspace_id": WORKSPACE_ID, "state": "pending"})
+    assert status == 200
+    assert ref in [item["elicitationRef"] for item in listed["items"]]
+    status, settled = host_call("POST", f"/host/confirmations/{ref}/decision", scoped,
+                                {"workspace_id": WORKSPACE_ID, "decision": "reject",
+                                 "approver": "alice"})
+    assert (status, settled["state"]) == (200, "rejected")
+
+
+def test_a_tenant_wide_token_covers_every_workspace_of_the_deployment(
+    gate_env: GateEnv,
+) -> None:
+    token = gate_env.maintainer_token()
+    for workspace in (WORKSPACE_ID, OTHER):
+        status, _ = host_call("GET", "/host/confirmations", token,
+                              query={"workspace_id": workspace, "state": "pending"})
+        assert status == 200
+
+
+def test_a_maintainer_token_without_a_scope_claim_is_unauthenticated(gate_env: GateEnv) -> None:
+    # The claim set minted before scopes existed: no longer tenant-wide by default.
+    claims = jwt.decode(gate_env.maintainer_token(), options={"verify_signature": False})
+    del claims["tenant_wide"]
+    token = jwt.encode(claims, _HOST_KEY, algorithm="EdDSA", headers={"kid": key_id(_HOST_KEY)})
+    assert host_call("GET", "/host/confirmations", jwt.encode(
+        {**claims, "tenant_wide": True}, _HOST_KEY, algorithm="EdDSA",
+        headers={"kid": key_id(_HOST_KEY)}), query={"workspace_id": WORKSPACE_ID,
+                                                    "state": "pending"})[0] == 200
+    status, body = host_call("GET", "/host/confirmations", token,
+                             query={"workspace_id": WORKSPACE_ID, "state": "pending"})
+    assert status == 401
+    assert body["error"]["code"] == "UNAUTHENTICATED"
