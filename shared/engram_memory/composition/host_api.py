@@ -110,7 +110,8 @@ def build_host_api(settings: Settings, clients: GateClients, invoker: ToolInvoke
         backup=BackupRoutes(DynamoExportReader(clients.dynamodb, settings.table_name),
                             DynamoRestoreWriter(clients.dynamodb, settings.table_name),
                             verifier.tenant_id, SystemClock().now_ms),
-        migrate=(Mem0Migrator(migrations, SystemClock().now_ms, new_migration_audit_id)
+        migrate=(Mem0Migrator(migrations, SystemClock().now_ms, new_migration_audit_id,
+                              seconds_left=DEADLINE.read_timeout_s)
                  if migrations is not None else None),
     )
 

@@ -8,6 +8,12 @@ mem0 id (``migration:mem0:{id}``), and its reservation, committed in the capture
 transaction and never expired, is the migration ledger: a rerun replays it (nothing is
 written twice), and the same id with other content is a digest conflict, reported as
 MIGRATION_LEDGER_INVALID. Results carry ids and contract codes only, never content.
+
+Work per request is bounded twice: at most ``MAX_BATCH`` memories (and the host API's body
+cap), and a memory is only started while the invocation has ``SECONDS_PER_MEMORY`` left.
+What is not started is answered ``deferred``; a retriable failure is answered ``retry`` and
+defers the rest. The client sends both again; the ledger makes that safe, so time decides
+how much one request does, never what the migration writes.
 """
 
 from __future__ import annotations
@@ -30,9 +36,13 @@ from engram_memory.screening.secrets import find_secret
 
 logger = logging.getLogger(__name__)
 
-MAX_BATCH = 10
-"""Memories per request: two function invocations each, within the host API's 29 s
-(25 overran it on a loaded 2-core machine)."""
+MAX_BATCH = 25
+"""Memories per request at most (two function invocations each)."""
+MAX_BATCH_BYTES = 512 * 1024
+"""Largest batch body the client sends (the route itself takes the host API's 4 MiB cap)."""
+SECONDS_PER_MEMORY = 8
+"""A memory is only started while an invoke may still wait this long (two invocations and
+the answer): otherwise it, and the rest of the batch, are ``deferred``."""
 SOURCE_PREFIX = "mem0:"
 CAPTURE_KEY_PREFIX = "migration:mem0:"
 ADMISSION_KEY_PREFIX = "migration:mem0:admit:"
@@ -92,7 +102,8 @@ class Mem0Batch(_Closed):
     memories: Annotated[list[Mem0Memory], Field(min_length=1, max_length=MAX_BATCH)]
 
 
-Status = Literal["imported", "already_present", "held", "rejected", "refused"]
+Status = Literal["imported", "already_present", "held", "rejected", "refused", "retry",
+                 "deferred"]
 
 
 class MigrationItem(_Closed):
@@ -154,26 +165,29 @@ def carries_secret(memory: Mem0Memory) -> bool:
     return any(find_secret(text) is not None for text in texts)
 
 
-def token_covers(identity: object, workspace_id: str) -> bool:
-    """The maintainer token's workspace scope (tenant-wide tokens cover every workspace)."""
-    covers = getattr(identity, "covers", None)
-    return covers is None or bool(covers(workspace_id))
-
-
 class Mem0Migrator:
     """Imports batches through the capture and request_admission functions."""
 
     def __init__(self, invoker: ToolInvoker, now_ms: Callable[[], int],
-                 new_audit_id: Callable[[], str]) -> None:
-        """Bind the invoker (lambda:Invoke or in-process), the clock and audit ids."""
+                 new_audit_id: Callable[[], str],
+                 seconds_left: Callable[[], float] = lambda: float("inf")) -> None:
+        """Bind the invoker (lambda:Invoke or in-process), the clock, audit ids and the time
+        an invoke may still wait in the current request (unbounded unless told)."""
         self._invoker = invoker
         self._now_ms = now_ms
         self._new_audit_id = new_audit_id
+        self._seconds_left = seconds_left
 
     def __call__(self, scope: Scope, batch: Mem0Batch, operator: str) -> dict[str, Any]:
-        """Import every memory of the batch; the JSON-ready batch result."""
-        items = [self._one(scope, batch.purpose_ref, memory, operator)
-                 for memory in batch.memories]
+        """Import the batch in order, as far as this request may go; the JSON-ready result."""
+        items: list[MigrationItem] = []
+        for index, memory in enumerate(batch.memories):
+            if index and (items[-1].status == "retry"
+                          or self._seconds_left() < SECONDS_PER_MEMORY):
+                items += [MigrationItem(id=later.id, status="deferred")
+                          for later in batch.memories[index:]]
+                break
+            items.append(self._one(scope, batch.purpose_ref, memory, operator))
         return MigrationBatchResult(results=items).model_dump(exclude_none=True)
 
     def _one(self, scope: Scope, purpose_ref: str, memory: Mem0Memory,
@@ -188,35 +202,39 @@ class Mem0Migrator:
                 "candidate_id": candidate_id,
                 "idempotency_key": ADMISSION_KEY_PREFIX + memory.id})
         except EngramError as exc:
+            if exc.retriable:  # nothing is known to be half done: the ledger replays it
+                logger.info("migration item to retry", extra={"error_code": exc.code})
+                return MigrationItem(id=memory.id, status="retry", code=exc.code)
             code = (MigrationLedgerInvalid.code if exc.code == "DIGEST_CONFLICT" else exc.code)
             logger.info("migration item refused", extra={"error_code": code})
             return MigrationItem(id=memory.id, status="refused", code=code)
         outcome = admitted["outcome"]
         record_id = outcome.get("record_id")
-        return MigrationItem(id=memory.id, status=_status(captured, outcome),
+        return MigrationItem(id=memory.id, status=_status(admitted),
                              record_id=record_id if isinstance(record_id, str) else None,
                              candidate_id=candidate_id)
 
     def _invoke(self, scope: Scope, purpose_ref: str, operator: str, tool: Tool,
                 arguments: dict[str, Any]) -> dict[str, Any]:
+        budget_ms = min(INVOCATION_BUDGET_MS, max(0.0, self._seconds_left()) * 1000)
         context = ContextModel(
             tenant_id=scope.tenant_id, workspace_id=scope.workspace_id,
             principal=MIGRATION_PRINCIPAL, agent_id="mem0-import", session_id=operator,
             purpose_ref=purpose_ref, audit_id=self._new_audit_id(),
-            deadline_ms=self._now_ms() + INVOCATION_BUDGET_MS,
+            deadline_ms=self._now_ms() + int(budget_ms),
             capabilities=sorted((Tool.CAPTURE.value, Tool.REQUEST_ADMISSION.value)))
         event = ToolInvocation(tool=tool, context=context, arguments=arguments)
         return value_of(self._invoker.invoke(tool, event.model_dump(mode="json")))
 
 
-def _status(captured: Mapping[str, Any], outcome: Mapping[str, Any]) -> Status:
-    if captured.get("status") == "duplicate_exact":
-        return "already_present"  # the ledger already held this id with this content
-    found = outcome.get("status")
-    if found == "accepted":
-        return "imported"
+def _status(admitted: Mapping[str, Any]) -> Status:
+    """An acceptance committed by this request is ``imported``; one the ledger replays
+    (settled by an earlier run or attempt) is ``already_present``."""
+    found = admitted["outcome"].get("status")
     if found == "pending_adjudication":
         return "held"
     if found == "rejected":
         return "rejected"
+    if found == "accepted" and admitted.get("replayed") is not True:
+        return "imported"
     return "already_present"
