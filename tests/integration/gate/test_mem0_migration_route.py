@@ -102,31 +102,43 @@ def _fresh(prefix: str, count: int) -> list[dict[str, Any]]:
             for n in range(count)]
 
 
+SUBSET = 40
+"""Memories of the fixture this tier migrates (its credentials, unicode texts and every
+repeat among them): two function invocations each on a shared moto server; the e2e tier
+migrates more."""
+
+
+def _subset() -> list[dict[str, Any]]:
+    every = mem0_export.build()
+    return every[:SUBSET] + every[mem0_export.DISTINCT:]
+
+
 def test_the_fixture_imports_once_with_secrets_refused_and_duplicates_reported(
     gate_env: GateEnv,
 ) -> None:
     token = gate_env.maintainer_token()
     expected = mem0_export.EXPECTED
+    imported = SUBSET - expected.refused_secret
     before = _records(gate_env)
 
-    first = _run(mem0_export.wrapped(), _post(token))
-    assert first["imported"] == expected.imported
+    first = _run({"results": _subset(), "relations": []}, _post(token))
+    assert first["imported"] == imported
     assert first["refused_count"] == expected.refused_secret
     assert set(first["refused"]) == {"INVALID_SCHEMA"}
     assert len(first["duplicates"]["same_id"]) == expected.same_id
     assert len(first["duplicates"]["same_content"]) == expected.same_content
     assert first["unfinished"] == []
-    assert _records(gate_env) == before + expected.imported
+    assert _records(gate_env) == before + imported
 
-    second = _run(mem0_export.build(), _post(token))
+    second = _run(_subset(), _post(token))
     assert second["imported"] == 0
-    assert second["already_present"] == expected.imported
-    assert _records(gate_env) == before + expected.imported
+    assert second["already_present"] == imported
+    assert _records(gate_env) == before + imported
 
     conflict = _run(mem0_export.conflicting(), _post(token))
     assert conflict["refused"] == {"MIGRATION_LEDGER_INVALID": [
         mem0_export.conflicting()[0]["id"]]}
-    assert _records(gate_env) == before + expected.imported
+    assert _records(gate_env) == before + imported
 
 
 def test_a_request_short_of_time_does_one_memory_and_defers_the_rest(gate_env: GateEnv) -> None:
