@@ -82,7 +82,9 @@ def _file(export: object) -> Callable[[], IO[str]]:
 
 
 def _run(export: object, post: Post) -> dict[str, Any]:
-    report: Report = migrate(_file(export), post, lambda _: None)
+    # The command's own backoff between requests that settle nothing (a contended fence,
+    # FENCE_LOST, needs a moment to clear); it paces the retries, it decides nothing.
+    report: Report = migrate(_file(export), post)
     return report.as_json()
 
 
