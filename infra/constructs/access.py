@@ -154,9 +154,11 @@ class AccessGrants:
                             leading_keys=MAIN_TABLE_PARTITIONS["host_api"],
                             index=WAITING_INDEX),
             self._keys.storage_statement(write=True),
-            # Adjudication runs in request_admission, the one function that may Decrypt.
+            # Adjudication runs in request_admission, the one function that may Decrypt; a
+            # mem0 migration captures and admits through capture and request_admission.
             iam.PolicyStatement(actions=["lambda:InvokeFunction"],
-                                resources=self._functions.arns(("request_admission",))),
+                                resources=self._functions.arns(("request_admission",
+                                                                "capture"))),
         )
 
     def _grant_projector(self, role: iam.IRole) -> None:

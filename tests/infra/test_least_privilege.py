@@ -191,8 +191,10 @@ def test_host_api_drives_the_gate_and_delegates_adjudication_to_admission(
     assert token["Resource"] == "*"
     assert "Condition" not in token
     invoke = by_action["lambda:InvokeFunction"]["Resource"]
+    # request_admission adjudicates; capture + request_admission carry a mem0 migration.
     assert as_list(invoke) == [
-        {"Fn::GetAtt": [function_logical_ids(template)["request_admission"], "Arn"]}]
+        {"Fn::GetAtt": [function_logical_ids(template)[name], "Arn"]}
+        for name in ("request_admission", "capture")]
     for s in statements:
         if any(a.startswith("dynamodb:") for a in actions(s)):
             assert s["Condition"] == {

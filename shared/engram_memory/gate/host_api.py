@@ -8,7 +8,8 @@
 ``GET  /host/adjudications?workspace_id=…`` → a page of candidates held for adjudication;
 ``GET  /host/adjudications/{candidate_id}?workspace_id=…`` → its payload, for the reviewer;
 ``GET /host/export``, ``POST /host/restore[/lines|/commit]``, ``DELETE /host/restore`` →
-backup and restore (gate/backup_routes.py, docs/backup.md).
+backup and restore (gate/backup_routes.py, docs/backup.md);
+``POST /host/migrations/mem0`` → what became of each memory of a batch (gate/migration.py).
 
 Every route needs a host-operator token carrying ``maintain`` (``Authorization: Bearer``);
 an agent token is refused with 403, anything else with 401, checked before the path is
@@ -52,6 +53,7 @@ from engram_memory.gate.host_models import (
     WaitingCandidateView,
     WaitingConfirmationView,
 )
+from engram_memory.gate.migration import Mem0Batch
 from engram_memory.host_token import (
     HostTokenVerifier,
     MaintainerIdentity,
@@ -78,6 +80,8 @@ metrics = Metrics(service=SERVICE_NAME, namespace=METRICS_NAMESPACE)
 T = TypeVar("T")
 Adjudicate = Callable[[Scope, str, str, str, str], Mapping[str, Any]]
 """``(scope, candidate_id, decision, approver, maintainer token) -> outcome`` (admission)."""
+Migrate = Callable[[Scope, Mem0Batch, str], Mapping[str, Any]]
+"""``(scope, batch, operator) -> batch result`` (gate/migration.Mem0Migrator)."""
 
 _STATUS_BY_CODE = {
     "INVALID_SCHEMA": 400, "INVALID_DIGEST": 400, "UNAUTHORIZED": 403, "NOT_FOUND": 404,
@@ -178,12 +182,14 @@ class HostApi:
         adjudicate: Adjudicate,
         waiting: WaitingList,
         backup: backup_routes.BackupRoutes | None = None,
+        migrate: Migrate | None = None,
     ) -> None:
         self._verifier = verifier
         self._confirmations = confirmations
         self._adjudicate = adjudicate
         self._waiting = waiting
         self._backup = backup
+        self._migrate = migrate
 
     def handle(self, event: Mapping[str, Any]) -> dict[str, Any]:
         """Answer one HTTP API v2 event with a v2 response dict."""
@@ -355,6 +361,15 @@ class HostApi:
         assert self._backup is not None
         return _response(200, self._backup.abort(scope))
 
+    # --- migration (gate/migration.py) ---------------------------------------------------
+
+    def _migrate_mem0(self, request: _Request, who: MaintainerIdentity, _: str) -> dict[str, Any]:
+        if self._migrate is None:
+            raise _Refusal(404, _NO_ROUTE)
+        body: Mem0Batch = _body(Mem0Batch, request)
+        return _response(200, dict(self._migrate(self.scope(who, body.workspace_id), body,
+                                                 who.subject)))
+
 
 def _reason(body: ConfirmationRequestBody) -> str:
     """The agent's reason reference, when the host named the call by its arguments."""
@@ -428,6 +443,7 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("POST", re.compile(r"^/host/restore/lines/?$"), HostApi._restore_lines),
     ("POST", re.compile(r"^/host/restore/commit/?$"), HostApi._restore_commit),
     ("DELETE", re.compile(r"^/host/restore/?$"), HostApi._restore_abort),
+    ("POST", re.compile(r"^/host/migrations/mem0/?$"), HostApi._migrate_mem0),
 )
 
 

@@ -51,6 +51,9 @@ def _calls(ref: str, workspace: str) -> list[tuple[str, str, Any, dict[str, str]
         ("POST", f"/host/adjudications/{candidate}",
          {"workspace_id": workspace, "decision": "accept"}, None),
         ("GET", "/host/export", None, {"workspace_id": workspace}),
+        ("POST", "/host/migrations/mem0",
+         {"workspace_id": workspace, "purpose_ref": "purpose:mem0-import",
+          "memories": [{"id": "scope-check-1", "memory": "m", "created_at_ms": 1}]}, None),
     ]
 
 
