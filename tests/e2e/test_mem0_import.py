@@ -19,9 +19,9 @@ from engram_memory.cli.main import main
 from engram_memory.gate.migration import MAX_BATCH
 from engram_memory.local.service import RunningService
 from engram_memory.local.state import HOST_KEY_FILE
-from engram_memory.local.tokens import load_or_create_host_key, mint_maintainer_token
 
 from tests.fixtures import mem0_export
+from tests.support.host_tokens import load_or_create_host_key, mint_maintainer_token
 
 from .conftest import MEM0_WORKSPACE, WORKSPACE, connect
 from .test_memory_flow import value
