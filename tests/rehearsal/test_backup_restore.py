@@ -5,8 +5,7 @@
 credentials and IAM enforced). The workspace holds a current record, a historical one, one
 forgotten before the export and one forgotten after it; the restore into the empty second
 workspace must leave the first two readable by get and found by search there, and neither
-forgotten one. Without its restore grant the same import is STORE_UNAVAILABLE and leaves
-nothing readable (docs/backup.md, "Deployed stack").
+forgotten one (the missing-grant case: test_backup_missing_grant.py).
 """
 
 from __future__ import annotations
@@ -20,12 +19,10 @@ from engram_memory.adapters.dynamodb import items as it
 from engram_memory.backup.bundle import verify_file
 from engram_memory.cli.main import main as cli
 from engram_memory.domain.context import Scope
-from engram_memory.local.moto_server import MotoService
 
 from tests.rehearsal.flow import BOTH, PURPOSE, Flow, value
-from tests.rehearsal.harness import Rehearsal, rehearse, without_grant
+from tests.rehearsal.harness import Rehearsal
 from tests.rehearsal.http_adapter import serving
-from tests.rehearsal.synthesis import SynthesizedStack
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -102,7 +99,11 @@ def test_export_then_restore_into_an_empty_workspace_under_the_host_api_role(
     assert rehearsal.denials == []
 
     for record_id in (current, historical):
-        assert _get(target, record_id) == _get(source, record_id)
+        # The record itself (id, digest, content); the audit id and read cursor differ.
+        got, want = _get(target, record_id), _get(source, record_id)
+        assert got["ok"] == want["ok"], (got, want)
+        if want["ok"]:
+            assert value(got)["record"] == value(want)["record"]
     assert value(_get(target, current))["record"]["record_id"] == current
     assert _state(rehearsal, target.workspace, historical) == "historical"
     assert _state(rehearsal, target.workspace, current) == "accepted_current"
@@ -114,29 +115,6 @@ def test_export_then_restore_into_an_empty_workspace_under_the_host_api_role(
         assert current in found, policy
         assert forgotten_before not in found
         assert forgotten_after not in found
-        assert target.search(marker, **policy) == source.search(marker, **policy)
+        assert set(target.search(marker, **policy)) == set(source.search(marker, **policy))
     assert rehearsal.denials == []
 
-
-def test_without_its_restore_grant_the_host_api_cannot_restore(
-        synthesized: SynthesizedStack, moto_server: MotoService, tmp_path: Path,
-        capsys: pytest.CaptureFixture[str]) -> None:
-    broken = without_grant(synthesized.template, "host_api", "dynamodb:BatchWriteItem")
-    with rehearse(synthesized, moto_server, template=broken) as rehearsal:
-        source, target = Flow(rehearsal), _target(rehearsal)
-        record_id = source.admit_by_host(source.capture("The cache is warmed at six."))
-        bundle = tmp_path / "default.bundle"
-        with serving(rehearsal) as base:
-            # Export reads only: it still works without the restore's batch writes.
-            assert cli(["export", "--url", base, "--workspace", source.workspace,
-                        "--out", str(bundle), "--token", source.operator()]) == 0
-            assert rehearsal.denials == []
-            capsys.readouterr()
-            assert cli(["import", "--url", base, "--workspace", target.workspace,
-                        str(bundle), "--token", source.operator()]) == 1
-        assert "STORE_UNAVAILABLE" in capsys.readouterr().err
-        assert rehearsal.denials, "no access denied recorded"
-        assert all("FunctionsHostApiRole" in d and "dynamodb:BatchWriteItem" in d
-                   for d in rehearsal.denials), rehearsal.denials
-        rehearsal.denials.clear()
-        assert _get(target, record_id)["error"]["code"] == "NOT_FOUND"
