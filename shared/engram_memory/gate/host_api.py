@@ -7,6 +7,8 @@
 ``GET  /host/confirmations?workspace_id=…&state=pending`` → a page of pending confirmations;
 ``GET  /host/adjudications?workspace_id=…`` → a page of candidates held for adjudication;
 ``GET  /host/adjudications/{candidate_id}?workspace_id=…`` → its payload, for the reviewer;
+``GET  /host/whoami`` → what the presented token covers (tenant, subject, ``tenantWide``
+or the sorted ``workspaces``), for a review page to show and keep to;
 ``GET /host/export``, ``POST /host/restore[/lines|/commit]``, ``DELETE /host/restore`` →
 backup and restore (gate/backup_routes.py, docs/backup.md);
 ``POST /host/migrations/mem0`` → what became of each memory of a batch (gate/migration.py).
@@ -50,6 +52,7 @@ from engram_memory.gate.host_models import (
     ConfirmationRequestBody,
     DecisionBody,
     ListQuery,
+    MaintainerScopeView,
     WaitingCandidateView,
     WaitingConfirmationView,
 )
@@ -314,6 +317,15 @@ class HostApi:
                                    body.approver or who.subject, token)
         return _response(200, dict(outcome))
 
+    def _whoami(self, request: _Request, who: MaintainerIdentity, _: str) -> dict[str, Any]:
+        """The token's own scope: no query, nothing read from storage."""
+        if request.query:
+            raise _Refusal(400, _BAD_REQUEST)
+        shown = MaintainerScopeView(
+            tenantId=who.tenant_id, subject=who.subject, tenantWide=who.workspaces is None,
+            workspaces=None if who.workspaces is None else sorted(who.workspaces))
+        return _response(200, shown.model_dump(exclude_none=True))
+
     # --- backup and restore (gate/backup_routes.py) -------------------------------------
 
     def _backup_scope(self, who: MaintainerIdentity, workspace_id: str) -> Scope:
@@ -438,6 +450,7 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("GET", re.compile(rf"^/host/confirmations/{_SEGMENT}/?$"), HostApi._show),
     ("POST", re.compile(rf"^/host/adjudications/{_SEGMENT}/?$"), HostApi._adjudication),
     ("GET", re.compile(rf"^/host/adjudications/{_SEGMENT}/?$"), HostApi._held_candidate),
+    ("GET", re.compile(r"^/host/whoami/?$"), HostApi._whoami),
     ("GET", re.compile(r"^/host/export/?$"), HostApi._export),
     ("POST", re.compile(r"^/host/restore/?$"), HostApi._restore_begin),
     ("POST", re.compile(r"^/host/restore/lines/?$"), HostApi._restore_lines),
