@@ -13,10 +13,10 @@ from typing import Any
 
 import httpx2
 import pytest
+from engram_memory.cli import import_mem0
 from engram_memory.cli.host_client import HostClient
 from engram_memory.cli.import_mem0 import migrate, poster
 from engram_memory.cli.main import main
-from engram_memory.gate.migration import MAX_BATCH
 from engram_memory.local.service import RunningService
 from engram_memory.local.state import HOST_KEY_FILE
 
@@ -53,9 +53,9 @@ def _write(path: Path, export: object) -> Path:
 
 
 def _fixture() -> list[dict[str, Any]]:
-    """80 memories of the fixture (3 with credentials, the unicode ones) and its 5 repeats."""
-    every = mem0_export.build()
-    return every[:80] + every[mem0_export.DISTINCT:]
+    """The whole fixture: 200 distinct memories (3 with credentials, 5 unicode texts) and
+    its 5 repeats."""
+    return mem0_export.build()
 
 
 def _find_by_search(service: RunningService, query: str, mem0_id: str) -> dict[str, Any]:
@@ -89,7 +89,7 @@ def test_the_fixture_migrates_is_found_by_search_and_a_rerun_imports_nothing(
     token = _maintainer(service)
     export = _fixture()
     secrets_refused = sorted(m["id"] for m in export[:mem0_export.EXPECTED.refused_secret])
-    imported = 80 - len(secrets_refused)
+    imported = mem0_export.DISTINCT - len(secrets_refused)
 
     status, first, _ = _import(service, _write(tmp_path / "w.json", {"results": export}),
                                capsys, token)
@@ -125,9 +125,13 @@ def _own(prefix: str, count: int) -> list[dict[str, Any]]:
 
 def test_an_interrupted_run_resumed_completes_without_importing_twice(
     service: RunningService, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The command's batches of 4 instead of MAX_BATCH: one batch going through before the
+    # interruption is the case, whatever its size.
+    monkeypatch.setattr(import_mem0, "MAX_BATCH", 4)
     token = _maintainer(service)
-    export = _own("resumed", MAX_BATCH * 2 + 5)
+    export = _own("resumed", 4 * 2 + 3)
     file = _write(tmp_path / "resume.json", export)
     client = HostClient(service.base_url, token)
     send = poster(client, MEM0_WORKSPACE, MEM0_PURPOSE)
@@ -147,7 +151,7 @@ def test_an_interrupted_run_resumed_completes_without_importing_twice(
 
     status, resumed, _ = _import(service, file, capsys, token)
     assert status == 0
-    assert sent == [MAX_BATCH]
+    assert sent == [4]
     assert resumed["imported"] + resumed["already_present"] == len(export)
     status, again, _ = _import(service, file, capsys, token)
     assert (status, again["imported"], again["already_present"]) == (0, 0, len(export))
