@@ -74,3 +74,50 @@ def _mapped_paths() -> list[str]:
 def test_the_map_says_where_each_folder_lives(folder: str) -> None:
     assert any(path.startswith(folder) for path in _mapped_paths()), (
         f"docs/map.md's table of folders has no row for {folder}")
+
+
+def _table(text: str, header_start: str) -> list[dict[str, str]]:
+    """The rows of the first Markdown table whose header starts with ``header_start``."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header_start))
+    header = [c.strip() for c in lines[start].strip().strip("|").split("|")]
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("| "):
+            break
+        rows.append(dict(zip(header, (c.strip() for c in line.strip().strip("|").split("|")),
+                             strict=True)))
+    return rows
+
+
+def _parts(calls: str) -> set[str]:
+    return set(calls.split(" + "))
+
+
+def test_the_performance_call_table_is_the_design_minimum_the_bench_checks() -> None:
+    # The table is a tool_latency.py run; the bench smoke test asserts measured = minimum on
+    # every run, this keeps the page's copy equal to bench/aws_calls.py's minimum.
+    from bench.aws_calls import DESIGN_MINIMUM, PER_TERM_NOTE, ROUND_TRIP_FLOOR, describe
+
+    page = (DOCS / "performance.md").read_text(encoding="utf-8")
+    rows = {row["tool"]: row for row in _table(page, "| tool | direct p50 ms |")}
+    assert set(rows) == set(DESIGN_MINIMUM)
+    for tool, minimum in DESIGN_MINIMUM.items():
+        note = PER_TERM_NOTE.get(tool, "")
+        assert rows[tool]["design minimum"] == describe(minimum) + note, tool
+        measured = [part for part in rows[tool]["measured"].split(" + ")
+                    if not (note and part.endswith(" Query"))]
+        assert " + ".join(measured) == describe(minimum), tool
+        assert rows[tool]["floor"] == str(ROUND_TRIP_FLOOR[tool]), tool
+        assert rows[tool]["errors"] == "0", tool
+
+
+def test_the_bench_readme_states_the_same_design_minimum() -> None:
+    from bench.aws_calls import DESIGN_MINIMUM, PER_TERM_NOTE, describe
+
+    readme = (REPO / "bench" / "README.md").read_text(encoding="utf-8")
+    rows = {row["tool"]: row for row in _table(readme, "| tool | minimum the design needs |")}
+    assert set(rows) == set(DESIGN_MINIMUM)
+    for tool, minimum in DESIGN_MINIMUM.items():
+        stated = rows[tool]["minimum the design needs"]
+        assert _parts(stated) == _parts(describe(minimum) + PER_TERM_NOTE.get(tool, "")), tool
