@@ -3,6 +3,7 @@ and docs/map.md naming every folder a newcomer looks for (issue 34 items 4 and 5
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -121,3 +122,20 @@ def test_the_bench_readme_states_the_same_design_minimum() -> None:
     for tool, minimum in DESIGN_MINIMUM.items():
         stated = rows[tool]["minimum the design needs"]
         assert _parts(stated) == _parts(describe(minimum) + PER_TERM_NOTE.get(tool, "")), tool
+
+
+SOURCE_ROOTS = ("shared", "functions", "infra", "bench", "tools", "clients", "examples", "models")
+DOC_PATH = re.compile(r"\bdocs/[\w/-]+\.md\b")
+
+
+def test_every_docs_page_the_code_names_exists() -> None:
+    named: dict[str, str] = {}
+    for root in SOURCE_ROOTS:
+        for path in sorted((REPO / root).rglob("*")):
+            if (path.suffix not in {".py", ".md", ".ts", ".mjs", ".json"}
+                    or any(part in GENERATED for part in path.parts) or not path.is_file()):
+                continue
+            for page in DOC_PATH.findall(path.read_text(encoding="utf-8", errors="replace")):
+                named.setdefault(page, path.relative_to(REPO).as_posix())
+    missing = {page: where for page, where in named.items() if not (REPO / page).is_file()}
+    assert not missing, f"pages named in code but absent (page: first file naming it): {missing}"
