@@ -45,7 +45,7 @@ WRITE_ACTIONS = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem
 DATA_SERVICES = ("dynamodb:", "kms:", "sqs:", "states:", "lambda:", "secretsmanager:",
                  "events:", "sns:", "s3vectors:", "bedrock:")
 METADATA_ONLY = {"dynamodb:ListStreams"}
-# Act on a task token, which is the capability (docs/deploy.md, "Two grants AWS does not
+# Act on a task token, which is the capability (docs/deploy.md, "Grants AWS does not
 # settle"); granted on "*" in a statement of their own.
 TOKEN_ONLY = set(TASK_TOKEN_ACTIONS)
 
