@@ -60,8 +60,9 @@ def test_the_kit_unit_tests_pass() -> None:
 
 def _conformance_matrix(service: RunningService) -> dict[str, Any]:
     ident = service.identity
-    deployment = {"issuer": ident.issuer, "audience": ident.audience, "tenant": ident.tenant}
-    agent = {**deployment, "workspace": WORKSPACE, "purpose_ref": PURPOSE}
+    deployment: dict[str, Any] = {"issuer": ident.issuer, "audience": ident.audience,
+                                  "tenant": ident.tenant}
+    agent: dict[str, Any] = {**deployment, "workspace": WORKSPACE, "purpose_ref": PURPOSE}
 
     def listed(cases: dict[str, tuple[dict[str, Any], str]]) -> list[dict[str, Any]]:
         return [{"name": name, "claims": claims, "rule": rule}
