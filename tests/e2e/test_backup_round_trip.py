@@ -1,0 +1,292 @@
+"""Issue 31 on the local service: 1,000 records out with `engram-memory export`, checked with
+`verify`, back in with `import` into an empty workspace, equal where a user looks.
+
+Records go in through the real write path: the capture and request_admission tool handlers
+in process (as tests/e2e/test_write_burst.py and bench/harness.Bench.direct call them), the
+admission gate, the main table, and the service's own stream pump feeding the projector
+(lexical postings and, with the committed ONNX model, vectors). Some are forgotten (a human
+approval recorded, then the forget handler), one of them after the bundle was taken; some
+expire with ``retain`` (the sweeper handler, as the local schedule runs it); one candidate
+stays pending and one is withdrawn. No tool moves a record to ``accepted_disputed`` or
+``historical`` yet (docs/expiry.md: only expiry and forget are transitions today), so a few
+records are put in those states directly in the main table, as such a transition would
+leave them, to show the bundle keeps every restorable state.
+
+The commands run in this process against the service's HTTP host routes. Runtime on the
+shared 2-core box: see docs/backup.md ("Status").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engram_memory import bootstrap
+from engram_memory.adapters.dynamodb.projection_store import space
+from engram_memory.backup.bundle import read_lines
+from engram_memory.cli import main as cli
+from engram_memory.domain.context import Scope, Tool
+from engram_memory.domain.instant import format_instant
+from engram_memory.local.expiry_schedule import scheduled_event
+from engram_memory.local.inprocess_invoker import (
+    LocalLambdaContext,
+    default_functions_dir,
+    load_handler,
+)
+from engram_memory.local.service import RunningService
+
+from tests.fixtures.contract_fixtures import valid_capture_args, valid_forget_args
+from tests.support.confirmations import approved_item
+from tests.support.events import make_event
+
+from .conftest import PURPOSE, TENANT
+from .test_host_routes import maintainer
+
+SOURCE, TARGET = "bk-src", "bk-dst"
+RECORDS = int(os.environ.get("ENGRAM_BACKUP_E2E_RECORDS", "1000"))
+FORGOTTEN, EXPIRING, DISPUTED, HISTORICAL = 12, 8, 5, 5
+PRINCIPAL = "user:importer"
+HYBRID = {"minimum_channels": "lexical_and_semantic", "network": "forbid"}
+PROJECTION_WAIT_S = 900.0  # a bound, not a expectation: the pump usually keeps up in seconds
+TOPICS = ("billing", "latency", "database", "backup", "kubernetes", "invoice", "search",
+          "deploy", "queue", "cache", "login", "payments", "storage", "alerts", "dns")
+ACTIONS = ("retries", "rotates", "throttles", "replicates", "archives", "pages", "shards",
+           "compresses", "migrates", "verifies")
+OBJECTS = ("the nightly job", "every tenant", "the primary region", "cold snapshots",
+           "the audit trail", "stale sessions", "the error budget", "large uploads")
+MARKER = "zebrafinch"  # only in the pending and withdrawn candidates' content
+
+
+def _text(n: int, rng: random.Random) -> str:
+    topic, other = rng.sample(TOPICS, 2)
+    return (f"Note {n}: the {topic} service {rng.choice(ACTIONS)} {rng.choice(OBJECTS)}; "
+            f"see the {other} runbook, step {n % 17}.")
+
+
+def _queries() -> list[str]:
+    rng = random.Random(31)
+    return [f"{rng.choice(TOPICS)} {rng.choice(ACTIONS)}" if i % 2 else
+            f"how does {rng.choice(TOPICS)} handle {rng.choice(OBJECTS)}" for i in range(50)]
+
+
+def _call(tool: Tool, workspace: str, args: dict[str, Any], **ctx: Any) -> dict[str, Any]:
+    handler = load_handler(default_functions_dir(), tool.value)
+    assert handler is not None
+    event = make_event(tool, args, tenant_id=TENANT, workspace_id=workspace,
+                       purpose_ref=PURPOSE, principal=PRINCIPAL, **ctx)
+    envelope: dict[str, Any] = handler(json.loads(json.dumps(event)),
+                                       LocalLambdaContext(tool.value))
+    return envelope
+
+
+def _capture(n: int, text: str, retention: dict[str, Any] | None = None) -> str:
+    args = valid_capture_args(text=text, decision_text=text, purpose_ref=PURPOSE,
+                              idempotency_key=f"backup-capture-{n:06d}")
+    if retention is not None:
+        args["payload"]["retention"] = retention
+    captured = _call(Tool.CAPTURE, SOURCE, args)
+    assert captured["ok"], captured
+    return str(captured["output"]["value"]["candidate_id"])
+
+
+def _admit(n: int, text: str, retention: dict[str, Any] | None = None) -> str:
+    admitted = _call(Tool.REQUEST_ADMISSION, SOURCE, {
+        "candidate_id": _capture(n, text, retention),
+        "idempotency_key": f"backup-admission-{n:06d}"})
+    assert admitted["ok"], admitted
+    assert admitted["output"]["value"]["outcome"]["status"] == "accepted"
+    return str(admitted["output"]["value"]["outcome"]["record_id"])
+
+
+def _forget(service: RunningService, record_id: str) -> None:
+    args = valid_forget_args(record_id=record_id, idempotency_key=f"backup-forget-{record_id}")
+    ref = f"backup-approval-{record_id}"
+    bootstrap.dynamodb_client().put_item(
+        TableName=service.settings.table_name,
+        Item=approved_item(Scope(TENANT, SOURCE), ref, Tool.FORGET, args, principal=PRINCIPAL,
+                           now_ms=int(time.time() * 1000)))
+    forgotten = _call(Tool.FORGET, SOURCE, args, confirmation_ref=ref)
+    assert forgotten["ok"], forgotten
+
+
+def _set_state(service: RunningService, record_id: str, state: str) -> None:
+    bootstrap.dynamodb_client().update_item(
+        TableName=service.settings.table_name,
+        Key={"pk": {"S": f"SCOPE#{TENANT}#{SOURCE}"}, "sk": {"S": f"REC#{record_id}"}},
+        UpdateExpression="SET #s = :s", ExpressionAttributeNames={"#s": "state"},
+        ExpressionAttributeValues={":s": {"S": state}})
+
+
+def _items(service: RunningService, workspace: str, prefix: str) -> list[dict[str, Any]]:
+    client = bootstrap.dynamodb_client()
+    items: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {
+        "TableName": service.settings.table_name, "ConsistentRead": True,
+        "KeyConditionExpression": "pk = :pk",
+        "ExpressionAttributeValues": {":pk": {"S": f"{prefix}#{TENANT}#{workspace}"}}}
+    while True:
+        page = client.query(**kwargs)
+        items.extend(page["Items"])
+        if "LastEvaluatedKey" not in page:
+            return items
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _caught_up(service: RunningService, workspace: str) -> bool:
+    """The projector has applied every event of the workspace's journal."""
+    scope = Scope(TENANT, workspace)
+    client = bootstrap.dynamodb_client()
+    head = client.get_item(TableName=service.settings.table_name, ConsistentRead=True, Key={
+        "pk": {"S": f"JOURNAL#{scope.key}"}, "sk": {"S": "HEAD"}}).get("Item", {})
+    stats = client.get_item(TableName=service.settings.projection_table_name,
+                            ConsistentRead=True, Key={"pk": {"S": f"STATS#{space(scope)}"},
+                                                      "sk": {"S": "STATS"}}).get("Item", {})
+    return int(head.get("cursor", {"N": "0"})["N"]) <= int(stats.get("wm", {"N": "-1"})["N"])
+
+
+def _search(workspace: str, query: str, hybrid: bool) -> list[str]:
+    args: dict[str, Any] = {"query": query, "purpose_ref": PURPOSE, "limit": 10}
+    if hybrid:
+        args["capability_policy"] = HYBRID
+    envelope = _call(Tool.SEARCH, workspace, args)
+    assert envelope["ok"], envelope
+    return [p["record"]["record_id"] for p in envelope["output"]["value"]["records"]]
+
+
+def _rankings(workspace: str) -> dict[tuple[str, bool], list[str]]:
+    return {(q, hybrid): _search(workspace, q, hybrid)
+            for q in _queries() for hybrid in (False, True)}
+
+
+def _get(workspace: str, record_id: str) -> dict[str, Any]:
+    return _call(Tool.GET, workspace, {"record_id": record_id, "purpose_ref": PURPOSE})
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    status = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def _wait(predicate: Any, what: str) -> None:
+    deadline = time.monotonic() + PROJECTION_WAIT_S
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.5)
+
+
+def _plant(service: RunningService) -> dict[str, list[str]]:
+    """Admit RECORDS records (a few expiring, then forgotten/disputed/historical ones)."""
+    rng = random.Random(1031)
+    expires_at_ms = int(time.time() * 1000) + 20_000
+    retain = {"derivative_rule": "retain", "expires_at": format_instant(expires_at_ms)}
+    records = [_admit(n, _text(n, rng), retain if n < EXPIRING else None)
+               for n in range(RECORDS)]
+    _capture(RECORDS, f"Pending note: the {MARKER} never leaves a workspace.")
+    withdrawn = _capture(RECORDS + 1, f"Withdrawn note: the {MARKER} was a mistake.")
+    assert _call(Tool.WITHDRAW, SOURCE, {"candidate_id": withdrawn,
+                                         "idempotency_key": "backup-withdraw-000001",
+                                         "reason_ref": "reason:superseded"})["ok"]
+    plain = records[EXPIRING:]
+    groups = {"expiring": records[:EXPIRING],
+              "forgotten": plain[0:FORGOTTEN],
+              "disputed": plain[FORGOTTEN:FORGOTTEN + DISPUTED],
+              "historical": plain[FORGOTTEN + DISPUTED:FORGOTTEN + DISPUTED + HISTORICAL],
+              "all": records}
+    for record_id in groups["forgotten"][1:]:
+        _forget(service, record_id)
+    for name, state in (("disputed", "accepted_disputed"), ("historical", "historical")):
+        for record_id in groups[name]:
+            _set_state(service, record_id, state)
+    time.sleep(max(0.0, expires_at_ms / 1000 + 1 - time.time()))
+    sweeper = load_handler(default_functions_dir(), "expiry_sweeper")
+    assert sweeper is not None
+    sweeper(scheduled_event(service.settings.region), LocalLambdaContext("expiry_sweeper"))
+    return groups
+
+
+def _record_items(service: RunningService, workspace: str) -> dict[str, dict[str, Any]]:
+    return {item["sk"]["S"][4:]: item for item in _items(service, workspace, "SCOPE")
+            if item["sk"]["S"].startswith("REC#")}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+def test_a_workspace_exported_verified_and_restored_reads_the_same(
+    service: RunningService, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    started = time.monotonic()
+    groups = _plant(service)
+    planted = time.monotonic()
+    _wait(lambda: _caught_up(service, SOURCE), "the projector never caught up with W1")
+    before = _rankings(SOURCE)
+    assert sum(1 for ids in before.values() if ids) >= 45  # the queries find records
+
+    token = maintainer(service)
+    bundle = tmp_path / "w1.bundle"
+    status, out, err = _cli(capsys, "export", "--url", service.base_url, "--workspace", SOURCE,
+                            "--out", str(bundle), "--token", token)
+    assert status == 0, err
+    exported = time.monotonic()
+    status, out, err = _cli(capsys, "verify", str(bundle))
+    assert status == 0, err
+    bundle_digest = out.split("bundle digest ")[1].split()[0]
+    lines = [json.loads(raw) for raw in read_lines(bundle.open("rb"))]
+    states = sorted(line["state"] for line in lines if line["kind"] == "record")
+    kept = RECORDS - (FORGOTTEN - 1)
+    assert len(states) == kept
+    assert states.count("expired") == EXPIRING
+    assert states.count("accepted_disputed") == DISPUTED
+    assert states.count("historical") == HISTORICAL
+    assert MARKER.encode() not in bundle.read_bytes()
+
+    forgotten_after = groups["forgotten"][0]
+    _forget(service, forgotten_after)  # after the bundle: must not come back
+    status, out, err = _cli(capsys, "import", "--url", service.base_url, "--workspace", TARGET,
+                            str(bundle), "--token", token)
+    assert status == 0, err
+    assert f"restored {kept - 1} records" in out
+    assert f"skipped 1 records forgotten since the bundle: {forgotten_after}" in out
+    restored = time.monotonic()
+
+    journal = [json.loads(item["event"]["S"]) for item in _items(service, TARGET, "JOURNAL")
+               if item["sk"]["S"].startswith("EV#")]
+    assert [event["operation"] for event in journal] == ["restore"]
+    assert journal[0]["digests"]["bundle_digest"] == bundle_digest
+
+    source_items, target_items = (_record_items(service, w) for w in (SOURCE, TARGET))
+    for record_id in groups["all"]:
+        source, target = _get(SOURCE, record_id), _get(TARGET, record_id)
+        if record_id in groups["forgotten"]:
+            assert not source["ok"] and not target["ok"]
+            assert "record_json" not in target_items.get(record_id, {})
+            continue
+        assert source["ok"] == target["ok"], record_id
+        if source["ok"]:
+            assert target["output"]["value"]["record"] == source["output"]["value"]["record"]
+        else:
+            assert target["error"]["code"] == source["error"]["code"], record_id
+        for field in ("record_id", "record_digest", "payload_digest", "state", "record_json"):
+            assert target_items[record_id].get(field) == source_items[record_id].get(field), (
+                record_id, field)
+    assert not any(MARKER in json.dumps(item) for item in _items(service, TARGET, "SCOPE"))
+
+    _wait(lambda: _caught_up(service, TARGET), "the projector never caught up with W2")
+    after = _rankings(TARGET)
+    deadline = time.monotonic() + PROJECTION_WAIT_S
+    while after != _rankings(SOURCE) and time.monotonic() < deadline:  # vectors may trail
+        time.sleep(1.0)
+        after = _rankings(TARGET)
+    now = _rankings(SOURCE)
+    assert {k: v for k, v in after.items() if v != now[k]} == {}
+    assert not any(forgotten_after in ids for ids in after.values())
+    print(f"backup round trip of {RECORDS} records: plant {planted - started:.0f} s, "
+          f"export {exported - planted:.0f} s (incl. projection wait and 100 searches), "
+          f"verify + import {restored - exported:.0f} s, "
+          f"total {time.monotonic() - started:.0f} s")
