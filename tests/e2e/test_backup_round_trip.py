@@ -264,7 +264,8 @@ def test_a_workspace_exported_verified_and_restored_reads_the_same(
     for record_id in groups["all"]:
         source, target = _get(SOURCE, record_id), _get(TARGET, record_id)
         if record_id in groups["forgotten"]:
-            assert not source["ok"] and not target["ok"]
+            assert not source["ok"]
+            assert not target["ok"]
             assert "record_json" not in target_items.get(record_id, {})
             continue
         assert source["ok"] == target["ok"], record_id
