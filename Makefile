@@ -6,10 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: serve test rehearse lint typecheck bench clean
 
-$(STAMP): pyproject.toml
+# The host kit (clients/python) is its own distribution: pip cannot take a relative path
+# as a dependency of pyproject.toml, so it is installed beside the server, editable.
+$(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,infra]'
+	$(BIN)/python -m pip install -q -e clients/python -e '.[dev,infra]'
 	touch $(STAMP)
 
 ## Start the embedded local service (moto + MCP endpoint on 127.0.0.1:8787). No AWS account needed.
@@ -17,7 +19,7 @@ serve: $(STAMP)
 	$(BIN)/engram-memory serve $(ARGS)
 
 ## Run every test tier (unit, integration on moto, e2e over HTTP, CDK synthesis + cdk-nag,
-## the deployment rehearsal, the review page in headless Chromium).
+## the deployment rehearsal, the review page in headless Chromium; the host kit's tests).
 # The e2e, rehearsal and browser tiers run in their own processes: their moto server runs
 # inside the test process, and moto's backends are process-global, so in-process mock_aws
 # tests must not share it; the rehearsal's functions also switch the process environment.
@@ -34,7 +36,7 @@ rehearse: $(STAMP)
 	$(BIN)/python -m pytest tests/rehearsal $(ARGS)
 
 lint: $(STAMP)
-	$(BIN)/ruff check shared functions infra tests bench examples tools
+	$(BIN)/ruff check shared functions infra tests bench examples tools clients/python
 
 typecheck: $(STAMP)
 	$(BIN)/mypy && $(BIN)/mypy functions && $(BIN)/mypy infra && $(BIN)/mypy bench

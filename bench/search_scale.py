@@ -51,7 +51,7 @@ BASE_ENV = {
     "POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING",
     "ENGRAM_TENANT_ID": "bench", "ENGRAM_WORKSPACE_IDS": "main",
     "ENGRAM_TABLE_NAME": "bench-main", "ENGRAM_KEY_TABLE_NAME": "bench-keys",
-    "ENGRAM_PROJECTION_TABLE_NAME": "bench-projection",
+    "ENGRAM_PROJECTION_TABLE_NAME": "bench-projection", "ENGRAM_LEDGER_TABLE_NAME": "bench-ledger",
     "ENGRAM_PAGE_CURSOR_SECRET": "bench-secret",
 }
 PURPOSE = "purpose:bench"

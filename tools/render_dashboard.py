@@ -62,7 +62,8 @@ def workload(durations: dict[str, list[tuple[float, float]]]) -> str:
     os.environ["POWERTOOLS_METRICS_DISABLED"] = "false"
     from engram_memory.local import inprocess_invoker
     from engram_memory.local.service import LocalConfig, start_service
-    from engram_memory.local.tokens import load_or_create_host_key, mint_maintainer_token
+    from engram_memory.local.state import host_key
+    from engram_memory_host import mint_maintainer_token
 
     original = inprocess_invoker.InProcessInvoker.invoke
 
@@ -82,12 +83,13 @@ def workload(durations: dict[str, list[tuple[float, float]]]) -> str:
     with redirect_stdout(captured):
         service = start_service(LocalConfig(port=0, tenant="example-tenant",
                                             workspaces=("default",)))
-        key = load_or_create_host_key(service.home / "host_key.pem")
+        key = host_key(service.home)
         ident = service.identity
 
         def maintainer() -> str:
             return mint_maintainer_token(key, issuer=ident.issuer, audience=ident.audience,
-                                         tenant=ident.tenant, now=time.time(), tenant_wide=True)
+                                         tenant=ident.tenant, subject="local-operator",
+                                         tenant_wide=True)
 
         async def agent(round_: int) -> None:
             token = service.mint(workspace="default", purpose_ref="purpose:demo",

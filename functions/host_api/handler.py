@@ -16,6 +16,7 @@ from engram_memory import bootstrap
 from engram_memory.composition import host_api
 from engram_memory.gate.host_api import metrics
 from engram_memory.mcp.http_guard import event_refusal, security_for_event
+from engram_memory.mcp.no_store import no_store
 from engram_memory.metrics_namespace import capture_cold_starts, discarded_when_disabled
 from engram_memory.tracing import tracer_for
 
@@ -29,9 +30,9 @@ tracer = tracer_for("engram-host-api")
 @discarded_when_disabled(metrics)
 @metrics.log_metrics(capture_cold_start_metric=capture_cold_starts())
 def lambda_handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    """One HTTP API v2 event → one v2 response (Host/Origin checked first)."""
+    """One HTTP API v2 event → one v2 response (Host/Origin checked first; never cached)."""
     host_api.DEADLINE.bind(context.get_remaining_time_in_millis)
     settings = bootstrap.settings()
     refusal = event_refusal(event, security_for_event(
         event, settings.allowed_hosts, settings.allowed_origins))
-    return refusal if refusal is not None else host_api.service().handle(event)
+    return no_store(refusal if refusal is not None else host_api.service().handle(event))

@@ -45,7 +45,8 @@ async def _handle(event: dict[str, Any]) -> dict[str, Any]:
         return await call_asgi(app, event)
 
 
-@logger.inject_lambda_context(clear_state=True)
+# The event carries the bearer token: never logged, whatever POWERTOOLS_LOGGER_LOG_EVENT says.
+@logger.inject_lambda_context(log_event=False, clear_state=True)
 @tracer.capture_lambda_handler(capture_response=False, capture_error=False)
 @discarded_when_disabled(metrics)
 @metrics.log_metrics(capture_cold_start_metric=capture_cold_starts())

@@ -1,8 +1,10 @@
 """The HTTP API: ``POST /mcp``, the protected-resource metadata, and the host-only routes.
 
-``GET /mcp`` and ``DELETE /mcp`` go to the MCP endpoint too, which answers 405 (``Allow:
-POST``) as it does locally: the endpoint is stateless, with no stream to open and no session
-to end, and a client probing for one must get 405 rather than API Gateway's 404.
+Every other method on ``/mcp`` (``ANY /mcp``) goes to the MCP endpoint too, which answers
+405 (``Allow: POST``) as it does locally: the endpoint is stateless, with no stream to open
+and no session to end, and a client probing for one (GET, DELETE, PUT, PATCH, …) must get
+405 rather than API Gateway's 404. ``ANY /host`` reaches the host API beside
+``ANY /host/{proxy+}``, so an anonymous caller gets the same 401 for every ``/host`` path.
 
 Authentication is the host-signed invocation context (a JWT verified inside the MCP
 endpoint and the host API against the configured host key), so the routes carry no API
@@ -28,8 +30,10 @@ if TYPE_CHECKING:
 
     from infra.tenant_config import TenantConfig
 
-ROUTES_MCP_NOT_ALLOWED: Final = ("GET /mcp", "DELETE /mcp")
-"""Answered 405 by the MCP endpoint (docs/mcp.md)."""
+ROUTE_MCP_OTHER_METHODS: Final = "ANY /mcp"
+"""Every method but POST on ``/mcp``: answered 405 by the MCP endpoint (docs/mcp.md)."""
+ROUTE_HOST_ROOT: Final = "ANY /host"
+"""``/host`` itself: the host API answers it (401 to an anonymous caller, else 404)."""
 
 # Request metadata only: never bodies, headers, query strings or the Authorization token.
 ACCESS_LOG_FIELDS: Final = {
@@ -120,7 +124,8 @@ class EngramApi(Construct):
             ("MetadataRoute", ROUTE_METADATA, mcp),
             ("MetadataForMcpRoute", ROUTE_METADATA_FOR_MCP, mcp),
             ("HostRoute", ROUTE_HOST, host),
-            *((f"Mcp{key.split()[0].title()}Route", key, mcp) for key in ROUTES_MCP_NOT_ALLOWED),
+            ("HostRootRoute", ROUTE_HOST_ROOT, host),
+            ("McpOtherMethodsRoute", ROUTE_MCP_OTHER_METHODS, mcp),
         ):
             method, path = route_key.split(" ", 1)
             apigwv2.HttpRoute(

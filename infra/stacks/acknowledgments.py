@@ -68,7 +68,7 @@ def _storage(stack: TenantStack) -> None:
 
 
 def _api(stack: TenantStack) -> None:
-    for route_id in ("McpRoute", "HostRoute"):
+    for route_id in ("McpRoute", "HostRoute", "HostRootRoute"):
         _ack(stack.api.node.find_child(route_id), "APIG4",
              "Authorized in the function: every request carries a host-signed JWT verified "
              "against the tenant's registered host key (issuer, audience, expiry, tenant).")
@@ -76,7 +76,7 @@ def _api(stack: TenantStack) -> None:
         _ack(stack.api.node.find_child(route_id), "APIG4",
              "OAuth protected-resource metadata (RFC 9728) must be readable without "
              "credentials; it discloses no tenant data.")
-    for route_id in ("McpGetRoute", "McpDeleteRoute"):
+    for route_id in ("McpOtherMethodsRoute",):
         _ack(stack.api.node.find_child(route_id), "APIG4",
-             "The MCP endpoint answers these methods 405 (Allow: POST) before any "
+             "The MCP endpoint answers every method but POST 405 (Allow: POST) before any "
              "authentication or data access: the endpoint is stateless (docs/mcp.md).")

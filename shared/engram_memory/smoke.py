@@ -24,7 +24,10 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from engram_memory_host import HostKey
 
 PURPOSE = "purpose:smoke"
 TOOLS = ("search", "get", "capture", "request_admission", "withdraw", "forget")
@@ -107,8 +110,8 @@ def _capture_arguments(text: str) -> dict[str, Any]:
 class Smoke:
     """One run of the flow against ``target``, printing each step to ``out``."""
 
-    def __init__(self, target: Target, host_key: Any, out: TextIO) -> None:
-        """``host_key``: the host's private key (Ed25519 or EC P-256)."""
+    def __init__(self, target: Target, host_key: HostKey, out: TextIO) -> None:
+        """``host_key``: the host's signing key (Ed25519 or EC P-256)."""
         self.target = target
         self.key = host_key
         self.out = out
@@ -119,20 +122,20 @@ class Smoke:
     # -- tokens and transports ---------------------------------------------------------
 
     def _agent_token(self, **claims: Any) -> str:
-        from engram_memory.local.tokens import mint_agent_token
+        from engram_memory_host import mint_agent_token
 
         t = self.target
         return mint_agent_token(self.key, issuer=t.issuer, audience=t.audience, tenant=t.tenant,
                                 workspace=t.workspace, purpose_ref=PURPOSE, capabilities=TOOLS,
                                 principal=PRINCIPAL, agent_id="engram-smoke",
-                                now=time.time(), ttl_s=TOKEN_TTL_S, **claims)
+                                ttl_s=TOKEN_TTL_S, **claims)
 
     def _operator_token(self) -> str:
-        from engram_memory.local.tokens import mint_maintainer_token
+        from engram_memory_host import mint_maintainer_token
 
         t = self.target
         return mint_maintainer_token(self.key, issuer=t.issuer, audience=t.audience,
-                                     tenant=t.tenant, now=time.time(), subject="engram-smoke",
+                                     tenant=t.tenant, subject="engram-smoke",
                                      ttl_s=TOKEN_TTL_S, tenant_wide=True)
 
     @asynccontextmanager
@@ -308,11 +311,11 @@ class Smoke:
                 await self.step("cleanup: withdraw", self.withdraw)
 
 
-def load_host_key(path: Path) -> Any:
-    """The host's private key from a PEM file."""
-    from cryptography.hazmat.primitives.serialization import load_pem_private_key
+def load_host_key(path: Path) -> HostKey:
+    """The host's signing key from a PEM file (its kid: the kit's default)."""
+    from engram_memory_host import HostKey
 
-    return load_pem_private_key(path.read_bytes(), password=None)
+    return HostKey.load(path)
 
 
 def run_smoke(args: argparse.Namespace, session: Any = None, out: TextIO = sys.stdout) -> int:

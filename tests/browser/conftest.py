@@ -16,8 +16,9 @@ from pathlib import Path
 import pytest
 from engram_memory.local.service import LocalConfig, RunningService, start_service
 from engram_memory.local.state import HOST_KEY_FILE
-from engram_memory.local.tokens import load_or_create_host_key, mint_maintainer_token
 from playwright.sync_api import Browser, Page, sync_playwright
+
+from tests.support.host_tokens import load_or_create_host_key, mint_maintainer_token
 
 TENANT = "t-browser"
 WORKSPACE = "ws1"

@@ -18,7 +18,8 @@ import httpx2
 from engram_memory import env_names
 from engram_memory.local.service import LocalConfig, RunningService, start_service
 from engram_memory.local.state import HOST_KEY_FILE
-from engram_memory.local.tokens import load_or_create_host_key, mint_maintainer_token
+
+from tests.support.host_tokens import load_or_create_host_key, mint_maintainer_token
 
 WORKSPACE = "ws1"
 

@@ -7,7 +7,8 @@ import time
 import httpx2
 from engram_memory.local.service import RunningService
 from engram_memory.local.state import HOST_KEY_FILE
-from engram_memory.local.tokens import load_or_create_host_key, mint_maintainer_token
+
+from tests.support.host_tokens import load_or_create_host_key, mint_maintainer_token
 
 from .conftest import PURPOSE, WORKSPACE
 

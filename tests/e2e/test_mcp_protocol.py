@@ -12,8 +12,10 @@ import httpx2
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from engram_memory.local.service import RunningService
-from engram_memory.local.tokens import mint_agent_token
+from engram_memory.local.state import HOST_KEY_FILE
 from mcp.shared.exceptions import MCPError
+
+from tests.support.host_tokens import load_or_create_host_key, mint_agent_token
 
 from .conftest import MODES, PURPOSE, WORKSPACE, connect
 
@@ -24,7 +26,12 @@ def token(service: RunningService, **claims: Any) -> str:
     claims.setdefault("workspace", WORKSPACE)
     claims.setdefault("purpose_ref", PURPOSE)
     claims.setdefault("capabilities", ALL)
-    return service.mint(**claims)
+    claims.setdefault("now", time.time())
+    # The unchecked test signer: several tokens here break a claim rule on purpose.
+    ident = service.identity
+    return mint_agent_token(load_or_create_host_key(service.home / HOST_KEY_FILE),
+                            issuer=ident.issuer, audience=ident.audience, tenant=ident.tenant,
+                            **claims)
 
 
 def run(service: RunningService, tok: str | None, mode: str,

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 TS_DIR = Path(__file__).resolve().parents[1] / "interop" / "ts"
 CLIENT = TS_DIR / "client.mjs"
-LOCKFILE = TS_DIR / "package-lock.json"
-INSTALLED = TS_DIR / "node_modules" / ".package-lock.json"
 NPM_TIMEOUT_S = 240
 CLIENT_TIMEOUT_S = 60
 
@@ -28,17 +28,29 @@ def missing_tools() -> list[str]:
     return [tool for tool in ("node", "npm") if shutil.which(tool) is None]
 
 
-def _installed_matches_lock() -> bool:
+def _installed_matches_lock(directory: Path) -> bool:
     """npm's own record of the installed tree equals the committed lock (nothing to do)."""
-    if not INSTALLED.is_file():
+    installed_path = directory / "node_modules" / ".package-lock.json"
+    if not installed_path.is_file():
         return False
-    locked: dict[str, Any] = json.loads(LOCKFILE.read_text())["packages"]
-    installed: dict[str, Any] = json.loads(INSTALLED.read_text())["packages"]
+    locked: dict[str, Any] = json.loads((directory / "package-lock.json").read_text())["packages"]
+    installed: dict[str, Any] = json.loads(installed_path.read_text())["packages"]
     return {k: v for k, v in locked.items() if k} == installed
 
 
-def ensure_installed() -> None:
-    """``npm ci`` unless node_modules already is exactly the lock's tree.
+def require_node() -> None:
+    """Skip without node/npm on a developer box; under ``CI=true`` that is a failure."""
+    missing = missing_tools()
+    if not missing:
+        return
+    message = f"the TypeScript tests need {' and '.join(missing)} on PATH"
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(message)
+    pytest.skip(message)
+
+
+def npm_ci(directory: Path) -> None:
+    """``npm ci`` in ``directory`` unless node_modules already is exactly the lock's tree.
 
     An exclusive lock serializes concurrent pytest sessions: ``npm ci`` deletes
     node_modules first, which would break a client another session is running.
@@ -46,12 +58,18 @@ def ensure_installed() -> None:
     lock_path = Path(tempfile.gettempdir()) / "engram-ts-interop-npm.lock"
     with lock_path.open("w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
-        if _installed_matches_lock():
+        if _installed_matches_lock(directory):
             return
         done = subprocess.run(
-            ["npm", "ci", "--prefix", str(TS_DIR), "--no-audit", "--no-fund", "--prefer-offline"],
+            ["npm", "ci", "--prefix", str(directory), "--no-audit", "--no-fund",
+             "--prefer-offline"],
             capture_output=True, text=True, timeout=NPM_TIMEOUT_S, check=False)
         assert done.returncode == 0, f"npm ci failed:\n{done.stderr[-4000:]}"
+
+
+def ensure_installed() -> None:
+    """The interop client's dependencies (tests/interop/ts)."""
+    npm_ci(TS_DIR)
 
 
 @dataclass(frozen=True)

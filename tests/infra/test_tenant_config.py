@@ -130,7 +130,8 @@ def test_the_index_dimension_follows_the_embedder() -> None:
 
 def _host_keys() -> list[dict[str, Any]]:
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519
-    from engram_memory.local.tokens import public_jwk
+
+    from tests.support.host_tokens import public_jwk
 
     return [public_jwk(ed25519.Ed25519PrivateKey.generate(), "host-2026-06"),
             public_jwk(ec.generate_private_key(ec.SECP256R1()), "host-2026-12")]

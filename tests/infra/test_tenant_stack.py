@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from infra import names
-from infra.constructs.api import ROUTES_MCP_NOT_ALLOWED
+from infra.constructs.api import ROUTE_HOST_ROOT, ROUTE_MCP_OTHER_METHODS
 from infra.constructs.gate import ASL_PATH
 from infra.tenant_config import load_config
 from tests.infra.template_view import function_logical_ids, logical_id_of
@@ -134,17 +134,25 @@ def test_the_api_serves_mcp_metadata_and_host_routes(synthesized: Synthesized) -
     routes = {r["Properties"]["RouteKey"]
               for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()}
     assert routes == {names.ROUTE_MCP, names.ROUTE_METADATA, names.ROUTE_METADATA_FOR_MCP,
-                      names.ROUTE_HOST, *ROUTES_MCP_NOT_ALLOWED}
+                      names.ROUTE_HOST, ROUTE_HOST_ROOT, ROUTE_MCP_OTHER_METHODS}
 
 
-def test_get_and_delete_on_mcp_reach_the_endpoint_that_answers_405(
+def test_every_method_on_mcp_reaches_the_endpoint_that_answers_405(
         synthesized: Synthesized) -> None:
-    # Without these routes API Gateway answered 404, where the endpoint answers 405.
+    # With GET and DELETE only routed, PUT or PATCH got API Gateway's 404 where the README
+    # promises the endpoint's 405; ANY routes them all (POST keeps its own route).
     target = {r["Properties"]["RouteKey"]: r["Properties"]["Target"]
               for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()}
-    assert ROUTES_MCP_NOT_ALLOWED == ("GET /mcp", "DELETE /mcp")
-    for route_key in ROUTES_MCP_NOT_ALLOWED:
-        assert target[route_key] == target[names.ROUTE_MCP]
+    assert ROUTE_MCP_OTHER_METHODS == "ANY /mcp"
+    assert target["ANY /mcp"] == target[names.ROUTE_MCP]
+    assert not {key for key in target if key.endswith(" /mcp")} - {"ANY /mcp", "POST /mcp"}
+
+
+def test_every_host_path_reaches_the_host_api(synthesized: Synthesized) -> None:
+    # /host itself too: an anonymous caller gets the host API's 401, never API Gateway's 404.
+    target = {r["Properties"]["RouteKey"]: r["Properties"]["Target"]
+              for r in synthesized.resources("AWS::ApiGatewayV2::Route").values()}
+    assert target["ANY /host"] == target[names.ROUTE_HOST]
 
 
 def test_the_api_stage_is_throttled_and_logs_no_bodies(synthesized: Synthesized) -> None:

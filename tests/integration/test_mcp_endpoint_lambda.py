@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
+import io
 import json
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +15,8 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ed25519
 from engram_memory import bootstrap
-from engram_memory.local.tokens import mint_agent_token, public_pem
+
+from tests.support.host_tokens import mint_agent_token, public_pem
 
 ROOT = Path(__file__).resolve().parents[2]
 EVENTS = ROOT / "tests" / "events"
@@ -188,3 +191,63 @@ def test_an_unreadable_body_is_a_constant_error_before_any_token_check(
     assert response["body"] == json.dumps(
         {"jsonrpc": "2.0", "error": {"code": code, "message": message}, "id": None},
         separators=(",", ":"))
+
+
+@pytest.mark.parametrize("method", ["PUT", "PATCH", "HEAD", "OPTIONS"])
+def test_any_other_method_on_mcp_answers_405_too(handler: ModuleType, method: str) -> None:
+    # API Gateway routes ANY /mcp here (infra/constructs/api.py): the README promises 405.
+    ev = event("legacy_tools_list")
+    ev["requestContext"]["http"]["method"] = method
+    response = handler.lambda_handler(ev, FakeLambdaContext())
+    assert response["statusCode"] == 405
+    assert response["headers"]["allow"] == "POST"
+
+
+@pytest.mark.parametrize(("name", "change", "status"), [
+    ("modern_tools_call", {}, 200),
+    ("legacy_tools_list", {}, 200),
+    ("legacy_tools_list", {"authorization": ""}, 200),  # a JSON-RPC refusal, still HTTP 200
+    ("legacy_tools_list", {"host": "evil.example"}, 421),
+    ("legacy_tools_list", {"origin": "https://evil.example"}, 403),
+    ("legacy_tools_list", {"method": "GET"}, 405),
+    ("legacy_tools_list", {"body": "{"}, 400),
+], ids=["get-or-search-call", "list", "no-token", "foreign-host", "foreign-origin", "get",
+        "unreadable"])
+def test_every_mcp_response_is_no_store(handler: ModuleType, name: str,
+                                        change: dict[str, str], status: int) -> None:
+    ev = event(name)
+    if "method" in change:
+        ev["requestContext"]["http"]["method"] = change["method"]
+    if "body" in change:
+        ev["body"] = change["body"]
+    for header in ("authorization", "host", "origin"):
+        if header in change:
+            ev["headers"][header] = change[header]
+    response = handler.lambda_handler(ev, FakeLambdaContext())
+    assert response["statusCode"] == status
+    assert response["headers"]["cache-control"] == "no-store"
+
+
+def test_the_public_metadata_keeps_its_own_caching(handler: ModuleType) -> None:
+    response = handler.lambda_handler(event("well_known"), FakeLambdaContext())
+    assert response["headers"]["cache-control"] == "public, max-age=3600"
+
+
+def test_the_event_and_its_token_are_never_logged_whatever_the_environment(
+    monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest,
+) -> None:
+    # Powertools reads POWERTOOLS_LOGGER_LOG_EVENT when the handler is decorated: set first.
+    monkeypatch.setenv("POWERTOOLS_LOGGER_LOG_EVENT", "true")
+    loaded: ModuleType = request.getfixturevalue("handler")
+    stream = io.StringIO()
+    sink = logging.StreamHandler(stream)
+    target = logging.getLogger("engram-mcp-endpoint")
+    target.addHandler(sink)
+    monkeypatch.setattr(target, "level", logging.DEBUG)
+    try:
+        ev = event("legacy_tools_list")
+        token = ev["headers"]["authorization"].removeprefix("Bearer ")
+        loaded.lambda_handler(ev, FakeLambdaContext())
+    finally:
+        target.removeHandler(sink)
+    assert token not in stream.getvalue()

@@ -12,9 +12,8 @@ import secrets
 import time
 from typing import Any
 
-from engram_memory.local.tokens import mint_agent_token, mint_maintainer_token
-
 from tests.rehearsal.harness import Rehearsal
+from tests.support.host_tokens import mint_agent_token, mint_maintainer_token
 
 PURPOSE = "purpose:rehearsal"
 TOOLS = ["search", "get", "capture", "request_admission", "withdraw", "forget"]

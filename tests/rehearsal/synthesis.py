@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ed25519
-from engram_memory.local.tokens import generate_host_key, public_pem
+
+from tests.support.host_tokens import generate_host_key, public_pem
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "infra" / "config" / "example-tenant.json"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from engram_memory import smoke
 from engram_memory.cli.main import build_parser
-from engram_memory.local.tokens import private_pem
 
 from tests.rehearsal.harness import Rehearsal
 from tests.rehearsal.http_adapter import serving
+from tests.support.host_tokens import private_pem
 
 STEPS = ("capture", "request_admission", "search (lexical)", "search (lexical_and_semantic)",
          "get", "forget (host-approved)")

@@ -26,12 +26,6 @@ from engram_memory.local.inprocess_invoker import (
     default_functions_dir,
     load_handler,
 )
-from engram_memory.local.tokens import (
-    generate_host_key,
-    mint_agent_token,
-    mint_maintainer_token,
-    public_pem,
-)
 from engram_memory.mcp.apigw import call_asgi
 from engram_memory.mcp.server import (
     MCP_PATH,
@@ -41,6 +35,13 @@ from engram_memory.mcp.server import (
     transport_security,
 )
 from engram_memory.settings import Settings
+
+from tests.support.host_tokens import (
+    generate_host_key,
+    mint_agent_token,
+    mint_maintainer_token,
+    public_pem,
+)
 
 HOST = "127.0.0.1:8787"
 ALT_HOST = "localhost:8787"  # also allowed: the metadata must not follow the Host header

@@ -60,7 +60,8 @@ def listener() -> Iterator[tuple[int, Recorder]]:
     app = Recorder()
     sock = bind_listener("127.0.0.1", 0)
     server = uvicorn.Server(listener_config(app, log_level="critical",
-                                            header_timeout_s=DEADLINE_S))
+                                            header_timeout_s=DEADLINE_S,
+                                            body_timeout_s=DEADLINE_S))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
     while not server.started and thread.is_alive():
@@ -185,3 +186,43 @@ def test_a_response_before_the_body_was_read_closes_the_connection(
     assert answer.startswith(b"HTTP/1.1 401")
     assert b"connection: close" in answer.lower()
     assert app.paths == ["/refuse"]
+
+
+def test_a_body_trickled_in_is_cut_off_at_the_body_deadline(
+    listener: tuple[int, Recorder],
+) -> None:
+    port, _ = listener
+    started = time.monotonic()
+    with connections(port, 4) as socks:
+        for sock in socks:
+            sock.sendall(b"POST /body HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 400\r\n\r\n")
+        for _ in range(3):  # a byte now and then: never idle, never complete
+            for sock in socks:
+                sock.sendall(b"x")
+            time.sleep(DEADLINE_S / 4)
+        answers = [read_until_closed(sock) for sock in socks]
+    for answer in answers:
+        assert answer.startswith(b"HTTP/1.1 408")
+        assert b"cache-control: no-store" in answer
+    assert time.monotonic() - started < WAIT_S
+
+
+@pytest.mark.parametrize("kib", [17, 20, 64])
+def test_a_head_over_16_kib_sent_in_one_piece_is_refused(
+    listener: tuple[int, Recorder], kib: int,
+) -> None:
+    port, app = listener
+    with connections(port) as (sock,):
+        sock.sendall(head("/big", extra="X-Pad: " + "a" * (kib * 1024) + "\r\n"))
+        answer = read_until_closed(sock)
+    assert answer.startswith(b"HTTP/1.1 400")
+    assert answer.endswith(b"Invalid HTTP request received.")
+    assert app.paths == []
+
+
+def test_a_head_just_under_16_kib_is_served(listener: tuple[int, Recorder]) -> None:
+    port, app = listener
+    with connections(port) as (sock,):
+        sock.sendall(head("/fits", extra="X-Pad: " + "a" * (15 * 1024) + "\r\n"))
+        assert read_ok(sock).startswith(b"HTTP/1.1 200")
+    assert app.paths == ["/fits"]

@@ -24,7 +24,11 @@ from engram_memory.host_token import (
     verify_agent_token,
     verify_maintainer_token,
 )
-from engram_memory.local.tokens import (
+from engram_memory.settings import Settings
+from engram_memory_host import ClaimRuleError, HostKey
+from engram_memory_host import mint_maintainer_token as kit_mint_maintainer_token
+
+from tests.support.host_tokens import (
     host_jwks,
     key_id,
     mint_agent_token,
@@ -32,7 +36,6 @@ from engram_memory.local.tokens import (
     public_jwk,
     public_pem,
 )
-from engram_memory.settings import Settings
 
 NOW = 1_800_000_000.0
 ISS = "https://host.example"
@@ -279,8 +282,10 @@ def test_a_maintainer_token_may_name_up_to_the_bound_of_workspaces() -> None:
 def test_minting_refuses_a_maintainer_token_without_exactly_one_scope(
     scope: dict[str, Any],
 ) -> None:
-    with pytest.raises(ValueError, match="maintainer token"):
-        mint_maintainer_token(KEY, issuer=ISS, audience=AUD, tenant="t1", now=NOW, **scope)
+    with pytest.raises(ClaimRuleError) as caught:
+        kit_mint_maintainer_token(HostKey(KEY, "k1"), issuer=ISS, audience=AUD, tenant="t1",
+                                  subject="ops", now=NOW, **scope)
+    assert caught.value.rule == "maintainer-scope"
 
 
 def test_an_agent_token_is_not_a_maintainer_token() -> None:

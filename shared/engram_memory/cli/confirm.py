@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+from engram_memory_host import mint_maintainer_token
+
 from engram_memory.local import state
-from engram_memory.local.tokens import load_or_create_host_key, mint_maintainer_token
 
 DEFAULT_WORKSPACE = "default"
 _TIMEOUT_S = 30
@@ -39,10 +39,9 @@ def _service(data_dir: Path | None) -> tuple[str, str]:
     if identity is None or not identity.endpoint:
         raise SystemExit("no local service found: start `engram-memory serve` first")
     base = identity.endpoint.rsplit("/mcp", 1)[0]
-    key = load_or_create_host_key(home / state.HOST_KEY_FILE)
-    token = mint_maintainer_token(key, issuer=identity.issuer, audience=identity.audience,
-                                  tenant=identity.tenant, now=time.time(), subject="local-cli",
-                                  tenant_wide=True)
+    token = mint_maintainer_token(state.host_key(home), issuer=identity.issuer,
+                                  audience=identity.audience, tenant=identity.tenant,
+                                  subject="local-cli", tenant_wide=True)
     return base, token
 
 

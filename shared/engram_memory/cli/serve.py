@@ -4,16 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import time
 from pathlib import Path
+
+from engram_memory_host import DEFAULT_TTL_S, mint_maintainer_token
 
 from engram_memory.cli._common import csv
 from engram_memory.local import state
-from engram_memory.local.tokens import (
-    DEFAULT_TTL_S,
-    load_or_create_host_key,
-    mint_maintainer_token,
-)
 
 BANNER = """\
 engram-memory local service
@@ -60,10 +56,10 @@ def run(args: argparse.Namespace) -> int:
                          tenant=args.tenant, workspaces=tuple(csv(args.workspaces)),
                          log_level=args.log_level, console=True)
     service = start_service(config, background=False)
-    key = load_or_create_host_key(service.home / state.HOST_KEY_FILE)
     maintainer = mint_maintainer_token(
-        key, issuer=service.identity.issuer, audience=service.identity.audience,
-        tenant=service.identity.tenant, now=time.time(), tenant_wide=True)
+        state.host_key(service.home), issuer=service.identity.issuer,
+        audience=service.identity.audience, tenant=service.identity.tenant,
+        subject="local-operator", tenant_wide=True)
     print(BANNER.format(
         mcp=service.mcp_url, base=service.base_url, review=review_url(service.base_url),
         maintainer=maintainer, tenant=service.identity.tenant,

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import time
+import sys
 from pathlib import Path
 
-from engram_memory.cli._common import csv
-from engram_memory.local import state
-from engram_memory.local.tokens import (
-    ALL_CAPABILITIES,
+from engram_memory_host import (
     DEFAULT_TTL_S,
-    load_or_create_host_key,
+    TOOLS,
+    ClaimRuleError,
     mint_agent_token,
     mint_maintainer_token,
 )
+
+from engram_memory.cli._common import csv
+from engram_memory.local import state
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,7 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     token.add_argument("--tenant", help="default: the local service's tenant")
     token.add_argument("--workspace", default="default")
     token.add_argument("--purpose", default="purpose:local", help="the bound purpose_ref")
-    token.add_argument("--capabilities", default=",".join(ALL_CAPABILITIES),
+    token.add_argument("--capabilities", default=",".join(TOOLS),
                        help="granted tools (csv of short names); empty disables memory")
     token.add_argument("--principal", default="local-user")
     token.add_argument("--agent-id", default="local-agent")
@@ -41,24 +42,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print one token on stdout (nothing else, so ``$(engram-memory token ...)`` works)."""
+    """Print one token on stdout (nothing else, so ``$(engram-memory token ...)`` works);
+    a token the service would refuse is not minted: the claim rule is named on stderr."""
     home = state.home_dir(args.data_dir)
-    key = load_or_create_host_key(home / state.HOST_KEY_FILE)
+    key = state.host_key(home)
     identity = state.load_identity(home, None)
     tenant = args.tenant or identity.tenant
-    if args.maintainer:
-        token = mint_maintainer_token(key, issuer=identity.issuer, audience=identity.audience,
-                                      tenant=tenant, now=time.time(), subject=args.subject,
-                                      ttl_s=args.ttl, workspaces=args.workspaces,
-                                      tenant_wide=args.workspaces is None)
-    else:
-        token = mint_agent_token(
-            key, issuer=identity.issuer, audience=identity.audience, tenant=tenant,
-            workspace=args.workspace, purpose_ref=args.purpose,
-            capabilities=csv(args.capabilities), now=time.time(), principal=args.principal,
-            agent_id=args.agent_id, session=args.session,
-            confirm_required=csv(args.confirm_required),
-            confirmation_ref=args.confirmation_ref, ttl_s=args.ttl,
-        )
+    try:
+        if args.maintainer:
+            token = mint_maintainer_token(key, issuer=identity.issuer,
+                                          audience=identity.audience, tenant=tenant,
+                                          subject=args.subject, ttl_s=args.ttl,
+                                          workspaces=args.workspaces,
+                                          tenant_wide=args.workspaces is None)
+        else:
+            token = mint_agent_token(
+                key, issuer=identity.issuer, audience=identity.audience, tenant=tenant,
+                workspace=args.workspace, purpose_ref=args.purpose,
+                capabilities=csv(args.capabilities), principal=args.principal,
+                agent_id=args.agent_id, session=args.session,
+                confirm_required=csv(args.confirm_required),
+                confirmation_ref=args.confirmation_ref, ttl_s=args.ttl,
+            )
+    except ClaimRuleError as refused:
+        print(f"engram-memory token: refused by claim rule {refused}", file=sys.stderr)
+        return 2
     print(token)
     return 0

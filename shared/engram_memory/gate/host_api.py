@@ -11,7 +11,9 @@
 backup and restore (gate/backup_routes.py, docs/backup.md).
 
 Every route needs a host-operator token carrying ``maintain`` (``Authorization: Bearer``);
-an agent token is refused with 403, anything else with 401. A token scoped to
+an agent token is refused with 403, anything else with 401, checked before the path is
+matched (an unknown path is 404 only to a maintainer). A query naming a parameter twice is
+the constant 400. A token scoped to
 ``workspaces`` is refused with the same 403 on any other workspace (``HostApi.scope``,
 the one check every route calls); only a ``tenant_wide`` token covers them all. Bodies
 are closed models; any violation is one constant 400. Errors never carry exception text.
@@ -26,6 +28,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from urllib.parse import parse_qsl
 
 from aws_lambda_powertools import Metrics
 from aws_lambda_powertools.metrics import MetricUnit
@@ -145,6 +148,16 @@ def _parse_event(event: Mapping[str, Any]) -> _Request:
                     base64_body=bool(event.get("isBase64Encoded")))
 
 
+def _repeats_a_parameter(raw_query: str) -> bool:
+    """Whether a query names one parameter twice (``?workspace_id=a&workspace_id=b``).
+
+    API Gateway joins the values with a comma in ``queryStringParameters`` (and a local
+    parser would keep one of them): only the raw query string tells, so it is read here.
+    """
+    names = [name for name, _ in parse_qsl(raw_query, keep_blank_values=True)]
+    return len(names) != len(set(names))
+
+
 def _body(model: type[BaseModel], request: _Request) -> Any:
     try:
         return model.model_validate_json(request.body or b"null")
@@ -176,8 +189,11 @@ class HostApi:
         """Answer one HTTP API v2 event with a v2 response dict."""
         try:
             request = _parse_event(event)
-            route, param = _match(request.method, request.path)
+            # Authenticate first: an anonymous caller cannot tell a real route from another.
             identity = self._authenticate(request.headers.get("authorization"))
+            route, param = _match(request.method, request.path)
+            if _repeats_a_parameter(str(event.get("rawQueryString") or "")):
+                raise _Refusal(400, _BAD_REQUEST)
             return route(self, request, identity, param)
         except _Refusal as refusal:
             return _response(refusal.status, {"error": refusal.error})

@@ -33,7 +33,8 @@ from engram_memory.host_token import (
 from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
 HOST_PATH = "/host"
-_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH"]
+# Every method reaches the handler, so each gets its 401 before any 404 or 405 (docs/mcp.md).
+_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 LambdaHandler = Callable[[dict[str, Any], Any], Any]
 
 
@@ -51,7 +52,7 @@ def apigw_event(request: Request, body: bytes) -> dict[str, Any]:
         "rawPath": path,
         "rawQueryString": request.url.query,
         "headers": {k.lower(): v for k, v in request.headers.items()},
-        "queryStringParameters": dict(request.query_params) or None,
+        "queryStringParameters": _joined_parameters(request) or None,
         "requestContext": {
             "accountId": "123456789012",
             "apiId": "local",
@@ -77,6 +78,14 @@ def apigw_event(request: Request, body: bytes) -> dict[str, Any]:
     if event["queryStringParameters"] is None:
         del event["queryStringParameters"]
     return event
+
+
+def _joined_parameters(request: Request) -> dict[str, str]:
+    """The query as API Gateway hands it over: repeated values joined with commas."""
+    joined: dict[str, str] = {}
+    for name, value in request.query_params.multi_items():
+        joined[name] = f"{joined[name]},{value}" if name in joined else value
+    return joined
 
 
 def _to_response(result: Any) -> Response:

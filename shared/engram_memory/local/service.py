@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from engram_memory_host import HostKeyRing, mint_agent_token
 
 from engram_memory import bootstrap, env_names
 from engram_memory.composition.endpoint import build_endpoint
@@ -40,7 +41,6 @@ from engram_memory.local.projector_pump import run_projector_pump
 from engram_memory.local.provisioning import provision_environment, provisioned_variables
 from engram_memory.local.queue_pump import run_queue_pump
 from engram_memory.local.review_page import review_routes, review_url
-from engram_memory.local.tokens import host_jwks, load_or_create_host_key, mint_agent_token
 from engram_memory.mcp.server import (
     MCP_PATH,
     build_app,
@@ -100,10 +100,11 @@ class RunningService:
         return self.base_url + MCP_PATH
 
     def mint(self, **claims: Any) -> str:
-        """A host token for this service (see ``mint_agent_token`` for the claims)."""
-        key = load_or_create_host_key(self.home / state.HOST_KEY_FILE)
-        claims.setdefault("now", time.time())
-        return mint_agent_token(key, issuer=self.identity.issuer,
+        """A host token for this service, minted by the host kit (``mint_agent_token``;
+        ``principal`` and ``agent_id`` default to the local user and agent)."""
+        claims.setdefault("principal", "local-user")
+        claims.setdefault("agent_id", "local-agent")
+        return mint_agent_token(state.host_key(self.home), issuer=self.identity.issuer,
                                 audience=self.identity.audience, tenant=self.identity.tenant,
                                 **claims)
 
@@ -256,7 +257,7 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     """Start everything; with ``background`` uvicorn runs in a thread (tests, embedding)."""
     adapters.install()
     home = state.home_dir(config.data_dir)
-    key = load_or_create_host_key(home / state.HOST_KEY_FILE)
+    key = state.host_key(home)
     identity = state.load_identity(home, config.tenant)
     # The handlers' Powertools loggers follow --log-level (warning by default), so the console
     # shows what a person needs, not a JSON line per sweep or call; LOG_LEVEL-style
@@ -264,7 +265,8 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", config.log_level.upper())
     prepare_moto_dynamodb()  # serializable like DynamoDB: no lost commits under concurrency
     moto = start_moto()
-    os.environ.update(_environment(config, identity, host_jwks(key), LocalSettings.from_env()))
+    jwks = HostKeyRing([key]).jwks_json()
+    os.environ.update(_environment(config, identity, jwks, LocalSettings.from_env()))
     rebuild = _provision(home, restore=config.data_dir is not None)
     _reset_wiring()
     if rebuild:

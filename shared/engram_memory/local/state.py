@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from engram_memory_host import HostKey
+
 from engram_memory import env_names
 from engram_memory.adapters.dynamodb.projection_generations import LEGACY_GENERATION
 from engram_memory.domain.ranking import PROJECTION_GENERATION
@@ -49,6 +51,11 @@ class LocalIdentity:
     tenant: str
     page_cursor_secret: str
     endpoint: str = ""
+
+
+def host_key(home: Path) -> HostKey:
+    """The local host signing key (Ed25519, ``host_key.pem``), created 0600 on first use."""
+    return HostKey.load_or_create(home / HOST_KEY_FILE)
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -38,6 +38,7 @@ from engram_memory.host_token import (
 )
 from engram_memory.mcp.dispatch import ClockMs, ToolInvoker, dispatch, protocol_refusal
 from engram_memory.mcp.http_guard import HostOriginGuard, PostOnly
+from engram_memory.mcp.no_store import NoStore
 from engram_memory.mcp.protocol_errors import ConstantProtocolErrors
 from engram_memory.mcp.purpose_binding import RequestAuthorization, bound_purpose
 from engram_memory.mcp.tools import granted_tools, input_schema_by_name, instructions_for
@@ -211,7 +212,8 @@ def build_app(
 
     The manager's Host/Origin settings guard every route (``mcp/http_guard.py``); a body
     ``/mcp`` cannot read gets a constant JSON-RPC error on both eras
-    (``mcp/protocol_errors.py``).
+    (``mcp/protocol_errors.py``); every response, refusals included, is ``no-store`` unless
+    it names its own caching (``mcp/no_store.py``).
     """
     routes: list[BaseRoute] = [
         Route(MCP_PATH, PostOnly(RequestAuthorization(
@@ -219,7 +221,8 @@ def build_app(
         *well_known_routes(issuer, resource_url),
         *extra_routes,
     ]
-    guard = [Middleware(HostOriginGuard, security=manager.security_settings)]
+    guard = [Middleware(NoStore),
+             Middleware(HostOriginGuard, security=manager.security_settings)]
     if not with_lifespan:
         return Starlette(routes=routes, middleware=guard)
     return Starlette(routes=routes, middleware=guard, lifespan=lambda _app: manager.run())

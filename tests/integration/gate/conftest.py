@@ -27,15 +27,15 @@ from engram_memory.local.provisioning import (
     provisioned_variables,
 )
 from engram_memory.local.queue_pump import run_queue_pump
-from engram_memory.local.tokens import (
+from engram_memory.settings import Settings
+
+from tests.integration.conftest import BASE_ENV, REGION
+from tests.support.host_tokens import (
     generate_host_key,
     mint_agent_token,
     mint_maintainer_token,
     public_pem,
 )
-from engram_memory.settings import Settings
-
-from tests.integration.conftest import BASE_ENV, REGION
 
 WINDOW_SECONDS = 3
 ISSUER = "https://host.example.test"

@@ -13,12 +13,12 @@ from typing import Any
 import jwt
 import pytest
 from engram_memory import bootstrap
-from engram_memory.local.tokens import key_id
 
 from tests.integration.gate.conftest import _HOST_KEY, GateEnv
 from tests.integration.gate.host import host_call, request_confirmation
 from tests.integration.write_path.support import withdraw_args
 from tests.support.events import PRINCIPAL, WORKSPACE_ID
+from tests.support.host_tokens import key_id
 
 OTHER = "ws-other"  # served by the same deployment (tests/integration/conftest.py)
 FORBIDDEN = {"error": {"code": "FORBIDDEN", "message": "The maintain permission is required."}}

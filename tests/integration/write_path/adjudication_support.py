@@ -7,12 +7,12 @@ import time
 from typing import Any
 
 from engram_memory.domain.context import Tool
-from engram_memory.local.tokens import generate_host_key, mint_maintainer_token, public_pem
 
 from functions.request_admission.handler import lambda_handler as admission_handler
 from tests.integration.conftest import AwsEnv
 from tests.integration.write_path.support import admit, capture, lambda_context, value
 from tests.support.events import TENANT_ID, WORKSPACE_ID
+from tests.support.host_tokens import generate_host_key, mint_maintainer_token, public_pem
 
 ISSUER = "https://host.example.test"
 AUDIENCE = "engram-memory-adjudication-tests"

@@ -13,10 +13,6 @@ from typing import Any
 
 import pytest
 from engram_memory.domain.context import Tool
-from engram_memory.local.tokens import (
-    generate_host_key,
-    mint_agent_token,
-)
 
 from tests.integration.conftest import AwsEnv
 from tests.integration.write_path.adjudication_support import (
@@ -31,6 +27,10 @@ from tests.integration.write_path.adjudication_support import (
 )
 from tests.integration.write_path.support import code, value
 from tests.support.events import TENANT_ID, WORKSPACE_ID
+from tests.support.host_tokens import (
+    generate_host_key,
+    mint_agent_token,
+)
 
 ELSEWHERE_KEY = generate_host_key()
 

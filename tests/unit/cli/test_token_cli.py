@@ -11,7 +11,8 @@ import pytest
 from engram_memory.cli import main as cli
 from engram_memory.host_token import keys_from_jwks
 from engram_memory.local import state
-from engram_memory.local.tokens import host_jwks, key_id, load_or_create_host_key
+
+from tests.support.host_tokens import host_jwks, key_id, load_or_create_host_key
 
 
 @pytest.mark.parametrize("extra", [[], ["--maintainer"]], ids=["agent", "maintainer"])
