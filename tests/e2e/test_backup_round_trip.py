@@ -145,7 +145,7 @@ def _items(service: RunningService, workspace: str, prefix: str) -> list[dict[st
     client = bootstrap.dynamodb_client()
     items: list[dict[str, Any]] = []
     kwargs: dict[str, Any] = {
-        "TableName": service.settings.table_name, "ConsistentRead": True,
+        "TableName": service.settings.table_name, "ConsistentRead": True, "Limit": 100,
         "KeyConditionExpression": "pk = :pk",
         "ExpressionAttributeValues": {":pk": {"S": f"{prefix}#{TENANT}#{workspace}"}}}
     while True:
