@@ -141,7 +141,7 @@ def main() -> None:
                     continue
                 rows.append(measure(size, corpus, settings, dynamodb, client, Path(scratch),
                                     export_cli, import_cli, verify_file, Scope))
-                print(f"... {size:,} records measured", flush=True)
+                print("... " + " | ".join(rows[-1]), flush=True)  # a partial run keeps it
     print(f"backup_scale: {machine()}; load average at end "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print(table(["records", "plant s", "bundle MB", "export rec/s", "export peak MiB",
