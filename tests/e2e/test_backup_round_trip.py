@@ -1,9 +1,12 @@
 """Issue 31 on the local service: 1,000 records out with `engram-memory export`, checked with
 `verify`, back in with `import` into an empty workspace, equal where a user looks.
 
-Records go in through the real write path: the capture and request_admission tool handlers
-in process (as tests/e2e/test_write_burst.py and bench/harness.Bench.direct call them), the
-admission gate, the main table, and the service's own stream pump feeding the projector
+The few records whose admission matters (expiring with ``retain``) go in through the
+capture and request_admission tool handlers in process (as tests/e2e/test_write_burst.py
+and bench/harness.Bench.direct call them); the other ~990 are planted in bulk with the
+write path's own item mapping and chained accept events (tests/support/bulk_records.py:
+a tool call pair costs ~0.25 s on the moto server, 1,000 of them minutes). Either way the
+main table's stream feeds the service's own pump and the real projector
 (lexical postings and, with the committed ONNX model, vectors). Some are forgotten (a human
 approval recorded, then the forget handler), one of them after the bundle was taken; some
 expire with ``retain`` (the sweeper handler, as the local schedule runs it); one candidate
