@@ -30,7 +30,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService
     saved = dict(os.environ)
     data_dir: Path = tmp_path_factory.mktemp("engram-data")
     running = start_service(LocalConfig(port=0, data_dir=data_dir, tenant=TENANT,
-                                        workspaces=(WORKSPACE, "ws2", MEM0_WORKSPACE)))
+                                        workspaces=(WORKSPACE, "ws2", MEM0_WORKSPACE, "bk-src",
+                                                    "bk-dst")))
     try:
         yield running
     finally:
