@@ -3,8 +3,9 @@
 With ``snap_start: true`` the tools, the MCP endpoint and the host API run from a snapshot
 of a published version and every caller goes through their ``live`` alias (a snapshot
 never serves $LATEST): API Gateway, the endpoint's invocations of the tools, the host
-API's of capture and request_admission, and the IAM grants that allow those (the alias only). Without
-it (the default: the snapshot cache is billed per GB-second) nothing changes.
+API's of capture and request_admission, and the IAM grants that allow those (the alias
+only). Without it (the default: the snapshot cache is billed per GB-second) nothing
+changes.
 """
 
 from __future__ import annotations
