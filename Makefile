@@ -25,7 +25,9 @@ serve: $(STAMP)
 # tests must not share it; the rehearsal's functions also switch the process environment.
 # The browser tier needs Debian's chromium (.ci/run installs it).
 test: $(STAMP)
-	$(BIN)/python -m pytest --ignore=tests/e2e --ignore=tests/rehearsal --ignore=tests/browser $(ARGS)
+# The main tier runs one worker per core (pytest-xdist), a whole test file per worker
+# (module-scoped moto servers stay in one process): half the time on the 2-core CI machine.
+	$(BIN)/python -m pytest -n auto --dist loadfile --ignore=tests/e2e --ignore=tests/rehearsal --ignore=tests/browser $(ARGS)
 	$(BIN)/python -m pytest tests/e2e $(ARGS)
 	$(BIN)/python -m pytest tests/rehearsal $(ARGS)
 	$(BIN)/python -m pytest tests/browser $(ARGS)

@@ -1,5 +1,5 @@
 """Batch embedding: records/s one text per model call vs one batch per call, and the query
-embedding's latency (docs/search.md, "Batch embedding").
+embedding's latency (docs/semantic.md, "Batch embedding").
 
 Run: ``.venv/bin/python bench/embed_throughput.py [--model DIR] [--compare DIR]
 [--texts N]``. Two sets of the first N Cranfield documents (default 200): "long", title

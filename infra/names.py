@@ -51,9 +51,20 @@ MAIN_TABLE_PARTITIONS: Final[dict[str, tuple[str, ...]]] = {
     # Reads records (SCOPE#) and the journal events it advances the watermark over
     # (JOURNAL#); its one write, projection_invalidation, is fenced to SCOPE# alone.
     "projector": ("SCOPE#*", "JOURNAL#*"),
-    "host_api": ("CONF#*",),
+    # Confirmation items (the gate), and a workspace's records, guards, journal and expiry
+    # entries for export and restore (gate/backup_routes.py); each statement is fenced to
+    # the narrower family it needs (infra/constructs/access.py, _grant_host_api).
+    "host_api": ("CONF#*", "SCOPE#*", "JOURNAL#*", "EXPIRY#*"),
     "confirmation_notifier": ("CONF#*",),
 }
+# The host API's statements, each fenced narrower than its whole fence: the gate's on
+# confirmation items; export reads records, guards and the journal (and a restore's
+# roll-back reads expiry entries); a restore batch-writes records, guards and expiry
+# entries, and puts, moves and deletes the journal's head and its restore event.
+HOST_CONFIRMATION_PARTITIONS: Final = ("CONF#*",)
+HOST_BACKUP_READ_PARTITIONS: Final = ("SCOPE#*", "JOURNAL#*", "EXPIRY#*")
+HOST_RESTORE_BATCH_PARTITIONS: Final = ("SCOPE#*", "EXPIRY#*")
+HOST_RESTORE_JOURNAL_PARTITIONS: Final = ("JOURNAL#*",)
 # The key table holds wrapped data keys only, under KEY#{tenant}#{workspace}.
 KEY_TABLE_PARTITIONS: Final = ("KEY#*",)
 # The forget ledger's one partition family (adapters/dynamodb/forget_ledger.py).

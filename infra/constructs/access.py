@@ -3,8 +3,9 @@
 Reading this file is reading the security model (docs/deploy.md, "Who may do what"):
 search and get read; only capture generates candidate data keys; only request_admission
 decrypts them; every main-table statement is fenced to the partition families its function
-uses (``MAIN_TABLE_PARTITIONS``: the gate's functions touch confirmation items, ``CONF#``,
-only); nothing has a wildcard action, and no data statement has a wildcard resource.
+uses (``MAIN_TABLE_PARTITIONS``: the notifier touches confirmation items, ``CONF#``, only;
+the host API those and, for export and restore, a workspace's partitions); nothing has a
+wildcard action, and no data statement has a wildcard resource.
 """
 
 from __future__ import annotations
@@ -23,6 +24,10 @@ from infra.constructs.storage import (
 )
 from infra.constructs.vectors import PROJECTOR_ACTIONS, SEARCH_ACTIONS, titan_statement
 from infra.names import (
+    HOST_BACKUP_READ_PARTITIONS,
+    HOST_CONFIRMATION_PARTITIONS,
+    HOST_RESTORE_BATCH_PARTITIONS,
+    HOST_RESTORE_JOURNAL_PARTITIONS,
     KEY_TABLE_PARTITIONS,
     LEDGER_TABLE_PARTITIONS,
     MAIN_TABLE_PARTITIONS,
@@ -147,16 +152,41 @@ class AccessGrants:
             # gate's). Resource "*": AWS does not settle whether these actions take the
             # state machine's ARN (docs/deploy.md, "Grants AWS does not settle").
             iam.PolicyStatement(actions=list(TASK_TOKEN_ACTIONS), resources=["*"]),
-            self._main("host_api", ("dynamodb:GetItem", "dynamodb:UpdateItem")),
+            table_statement(self._storage.main, ("dynamodb:GetItem", "dynamodb:UpdateItem"),
+                            leading_keys=HOST_CONFIRMATION_PARTITIONS),
             # Listing what waits: Query of the sparse waiting index, whose partition values
             # are the workspaces' CONF# values (docs/confirmation.md, "Listing what waits").
             table_statement(self._storage.main, ("dynamodb:Query",),
-                            leading_keys=MAIN_TABLE_PARTITIONS["host_api"],
-                            index=WAITING_INDEX),
+                            leading_keys=HOST_CONFIRMATION_PARTITIONS, index=WAITING_INDEX),
+            *self._backup_statements(),
             self._keys.storage_statement(write=True),
-            # Adjudication runs in request_admission, the one function that may Decrypt.
+            # Adjudication runs in request_admission, the one function that may Decrypt; a
+            # mem0 migration captures and admits through capture and request_admission.
             iam.PolicyStatement(actions=["lambda:InvokeFunction"],
-                                resources=self._functions.arns(("request_admission",))),
+                                resources=self._functions.arns(("request_admission",
+                                                                "capture"))),
+        )
+
+    def _backup_statements(self) -> tuple[iam.PolicyStatement, ...]:
+        """Export and restore (gate/backup_routes.py, docs/backup.md, "Deployed stack").
+
+        Export reads a workspace's records, guards and journal (DynamoExportReader); a
+        restore batch-writes the staged records, guards and expiry entries, reads the
+        source's record states (BatchGetItem), and puts, moves and deletes the target's
+        journal head and puts its restore event (DynamoRestoreWriter). Single-item writes
+        reach journal partitions only: a record item is only ever put whole (staging) or
+        deleted in a batch (the roll-back of a workspace the restore fenced while empty).
+        The projector rebuilds the projection and vectors from the main table's stream, and
+        nothing here reads the forget ledger or any key, so none of that is granted.
+        """
+        main = self._storage.main
+        return (
+            table_statement(main, READ, leading_keys=HOST_BACKUP_READ_PARTITIONS),
+            table_statement(main, ("dynamodb:BatchWriteItem",),
+                            leading_keys=HOST_RESTORE_BATCH_PARTITIONS),
+            table_statement(main, ("dynamodb:PutItem", "dynamodb:UpdateItem",
+                                   "dynamodb:DeleteItem"),
+                            leading_keys=HOST_RESTORE_JOURNAL_PARTITIONS),
         )
 
     def _grant_projector(self, role: iam.IRole) -> None:

@@ -1,9 +1,9 @@
-"""The tenant's vector index for the semantic channel (Amazon S3 Vectors; docs/search.md).
+"""The tenant's vector index for the semantic channel (Amazon S3 Vectors; docs/semantic.md).
 
 One vector bucket and one cosine index per tenant stack; the dimension is the embedder's
 (384 for the in-deployment all-MiniLM-L6-v2, 256/512/1024 for Titan V2). Metadata key
 ``scope`` stays filterable (the default): every query filters on it. Encryption: SSE-KMS
-with the tenant's storage key, like every table (docs/deploy.md, "Keys").
+with the tenant's storage key, like every table (docs/deploy.md, "What the stack contains").
 Grants: the projector may put and delete vectors, search may query (QueryVectors with a
 filter also needs GetVectors), both on this index only; nothing else may touch it.
 """

@@ -105,6 +105,8 @@ class TenantStack(Stack):
             env.STATE_MACHINE_ARN: self.gate.state_machine.state_machine_arn,
             env.function_name(Tool.REQUEST_ADMISSION):
                 functions.invoke_name("request_admission"),
+            # A mem0 migration captures through the capture function (gate/migration.py).
+            env.function_name(Tool.CAPTURE): functions.invoke_name("capture"),
         })
         functions.add_environment("search", {
             env.PAGE_CURSOR_SECRET_ARN: self.page_cursor_secret.secret_arn,

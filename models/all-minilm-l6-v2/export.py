@@ -18,7 +18,7 @@ in fp32 ("weight-only" int8). Built with ``session.disable_quant_qdq`` (as the a
 builds it), onnxruntime folds those constant DequantizeLinear nodes into fp32 weights: the
 file is a quarter of fp32's size while the arithmetic is plain fp32, so a text's vector
 does not depend on the other texts of its batch (the dynamic int8 graph this replaces
-quantized activations with one scale per batch tensor; docs/search.md, "Batch
+quantized activations with one scale per batch tensor; docs/semantic.md, "Batch
 embedding"). Then copy tokenizer.json; check, on a few sentences, that the mean-pooled,
 L2-normalized embeddings stay within cosine 0.99 of PyTorch's and that a batch gives each
 text its single-text vector; print every sha256.

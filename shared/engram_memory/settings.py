@@ -73,7 +73,7 @@ class Settings:
     # Journal events a search merges past the projection's watermark before it answers
     # PROJECTION_STALE (0 = services.search_tail.DEFAULT_TAIL_BOUND; docs/search.md).
     search_tail_bound: int = 0
-    # Semantic channel (docs/search.md, "Semantic channel"): "" = none configured, "onnx" =
+    # Semantic channel (docs/semantic.md): "" = none configured, "onnx" =
     # the in-deployment model, "bedrock-titan-v2" = the managed one (network).
     semantic_embedder: str = ""
     embedding_model_dir: str = ""  # "" = the layer's /opt/engram-models, else the repo's
@@ -81,7 +81,7 @@ class Settings:
     vector_bucket: str = ""
     vector_index: str = ""
     vector_index_local: bool = False  # local mode: exact in-process QueryVectors over moto
-    # docs/search.md, "Fusion": convex (lexical weight in [0, 1)) or rrf; 0 = semantic alone.
+    # docs/semantic.md, "Fusion": convex (lexical weight in [0, 1)) or rrf; 0 = semantic alone.
     search_fusion: str = DEPLOYED_RULE
     search_fusion_lexical_weight: float = DEPLOYED_LEXICAL_WEIGHT
     search_fuse_lexical: bool = False  # the host lets `lexical` searches fuse too

@@ -22,6 +22,8 @@ from tests.support.host_tokens import load_or_create_host_key, mint_maintainer_t
 
 TENANT = "t-browser"
 WORKSPACE = "ws1"
+OTHER_WORKSPACE = "ws2"
+"""Another team's workspace on the same deployment (a scoped reviewer never sees it)."""
 CHROMIUM = os.environ.get("ENGRAM_CHROMIUM", "/usr/bin/chromium")
 
 
@@ -32,7 +34,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService
     # A short approval window keeps the expiry case quick; decisions still settle at once.
     os.environ["ENGRAM_CONFIRMATION_WINDOW_SECONDS"] = "10"
     running = start_service(LocalConfig(port=0, data_dir=data_dir, tenant=TENANT,
-                                        workspaces=(WORKSPACE,)))
+                                        workspaces=(WORKSPACE, OTHER_WORKSPACE)))
     try:
         yield running
     finally:
@@ -41,12 +43,14 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService
         os.environ.update(saved)
 
 
-def maintainer_token(service: RunningService) -> str:
-    """A fresh host-operator token for the local service (what the person pastes)."""
+def maintainer_token(service: RunningService, workspaces: list[str] | None = None) -> str:
+    """A fresh host-operator token for the local service (what the person pastes):
+    scoped to ``workspaces`` when given, else tenant-wide."""
     key = load_or_create_host_key(service.home / HOST_KEY_FILE)
     ident = service.identity
     return mint_maintainer_token(key, issuer=ident.issuer, audience=ident.audience,
-                                 tenant=ident.tenant, now=time.time(), tenant_wide=True)
+                                 tenant=ident.tenant, now=time.time(), workspaces=workspaces,
+                                 tenant_wide=workspaces is None)
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ Set ``ENGRAM_REVIEW_SCREENSHOTS=DIR`` to save the page's pictures (docs/review*.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import secrets
@@ -22,7 +23,7 @@ from engram_memory import bootstrap, env_names
 from engram_memory.local.service import RunningService
 from playwright.sync_api import Page, expect
 
-from tests.browser.conftest import WORKSPACE, maintainer_token
+from tests.browser.conftest import OTHER_WORKSPACE, TENANT, WORKSPACE, maintainer_token
 from tests.e2e.conftest import connect
 from tests.e2e.test_memory_flow import capture_arguments
 
@@ -70,10 +71,10 @@ def _forget_arguments(record_id: str, reason: str = "reason:owner-request") -> d
 
 
 def _host_asks(service: RunningService, arguments: dict[str, Any], ttl: int = 120,
-               principal: str = PRINCIPAL) -> str:
+               principal: str = PRINCIPAL, workspace: str = WORKSPACE) -> str:
     """What the host does when its agent asks to forget: record a confirmation request."""
     response = httpx2.post(service.base_url + "/host/confirmations", json={
-        "workspace_id": WORKSPACE, "capability": "forget", "principal": principal,
+        "workspace_id": workspace, "capability": "forget", "principal": principal,
         "arguments": arguments, "ttl_seconds": ttl,
     }, headers={"Authorization": f"Bearer {maintainer_token(service)}"}, timeout=30)
     assert response.status_code == 201, response.text
@@ -90,6 +91,8 @@ def _open(page: Page, service: RunningService) -> list[str]:
     page.fill("#approver", "alice")
     page.click("#show")
     expect(page.locator("#status")).to_contain_text("Workspace " + WORKSPACE)
+    expect(page.locator("#coverage")).to_have_text(
+        f"This token is tenant-wide: it covers every workspace of tenant {TENANT}.")
     return dialogs
 
 
@@ -247,3 +250,89 @@ def test_a_person_accepts_a_held_candidate_and_the_agent_can_read_it(
     assert found["ok"] is True, found
     assert [p for p in found["output"]["value"]["records"]
             if marker in json.dumps(p["record"])], found
+
+
+def _unheld_record_id() -> str:
+    """A well-formed record id (a forget's confirmation names its target; none need exist)."""
+    return "mem_" + base64.b32encode(secrets.token_bytes(10)).decode().lower()
+
+
+_DECIDE_FROM_THE_PAGE = """async ([token, ref, workspace]) => {
+  const response = await fetch("/host/confirmations/" + ref + "/decision", {
+    method: "POST", cache: "no-store",
+    headers: {"Authorization": "Bearer " + token, "Content-Type": "application/json"},
+    body: JSON.stringify({workspace_id: workspace, decision: "approve", approver: "mallory"}),
+  });
+  return [response.status, await response.json()];
+}"""
+_LIST_FROM_THE_PAGE = """async ([token, workspace]) => {
+  const response = await fetch("/host/confirmations?state=pending&workspace_id=" + workspace,
+    {headers: {"Authorization": "Bearer " + token}, cache: "no-store"});
+  return [response.status, await response.json()];
+}"""
+FORBIDDEN = {"error": {"code": "FORBIDDEN", "message": "The maintain permission is required."}}
+
+
+def test_a_reviewer_scoped_to_one_workspace_sees_only_it_and_cannot_decide_another(
+    service: RunningService, page: Page,
+) -> None:
+    mine = _host_asks(service, _forget_arguments(_unheld_record_id()))
+    theirs = _host_asks(service, _forget_arguments(_unheld_record_id()),
+                        workspace=OTHER_WORKSPACE)
+    scoped = maintainer_token(service, workspaces=[WORKSPACE])
+
+    page.goto(service.base_url + "/host/review")
+    page.fill("#token", scoped)
+    page.fill("#workspace", OTHER_WORKSPACE)    # even typed, the other one is never offered
+    page.fill("#approver", "alice")
+    page.click("#show")
+    expect(page.locator("#coverage")).to_have_text(
+        f"This token covers workspace {WORKSPACE} (tenant {TENANT}) and no other.")
+    expect(page.locator("#workspace")).to_be_hidden()
+    expect(page.locator("#workspace-choice option")).to_have_text([WORKSPACE])
+    expect(page.locator("#status")).to_contain_text("Workspace " + WORKSPACE)
+    expect(_item(page, mine)).to_be_visible()
+    expect(_item(page, theirs)).to_have_count(0)
+    assert theirs not in page.locator("body").inner_text()
+    _shot(page, "review-page-scoped.png")
+
+    # The token in hand, straight from the page: the other workspace is refused, constantly.
+    assert page.evaluate(_DECIDE_FROM_THE_PAGE, [scoped, theirs, OTHER_WORKSPACE]) == [
+        403, FORBIDDEN]
+    assert page.evaluate(_LIST_FROM_THE_PAGE, [scoped, OTHER_WORKSPACE]) == [403, FORBIDDEN]
+    # Its reference under the covered workspace names nothing there.
+    status, _ = page.evaluate(_DECIDE_FROM_THE_PAGE, [scoped, theirs, WORKSPACE])
+    assert status == 404
+    tenant_wide = {"Authorization": f"Bearer {maintainer_token(service)}"}
+    shown = httpx2.get(service.base_url + f"/host/confirmations/{theirs}",
+                       params={"workspace_id": OTHER_WORKSPACE}, headers=tenant_wide, timeout=30)
+    assert shown.status_code == 200
+    assert shown.json()["state"] in ("requested", "awaiting_decision")   # still undecided
+    assert "approver" not in shown.json()
+
+    # Within its workspace the scoped reviewer decides as any other.
+    _item(page, mine).locator("button[data-decision=reject]").click()
+    expect(_item(page, mine)).to_have_count(0, timeout=15_000)
+
+    # A tenant-wide reviewer is told so and reaches the other team's confirmation.
+    page.click("#forget-token")
+    expect(page.locator("#coverage")).to_be_hidden()
+    page.fill("#token", maintainer_token(service))
+    expect(page.locator("#workspace")).to_be_visible()
+    page.fill("#workspace", OTHER_WORKSPACE)
+    page.click("#show")
+    expect(page.locator("#coverage")).to_contain_text("tenant-wide")
+    _item(page, theirs).locator("button[data-decision=reject]").click()
+    expect(_item(page, theirs)).to_have_count(0, timeout=15_000)
+
+
+def test_a_token_the_service_refuses_lists_nothing(service: RunningService, page: Page) -> None:
+    page.goto(service.base_url + "/host/review")
+    page.fill("#token", "not-a-token")
+    page.click("#show")
+    expect(page.locator("#status")).to_have_text(
+        "Could not read what the token covers: UNAUTHENTICATED: "
+        "A valid host maintainer token is required.")
+    expect(page.locator("#coverage")).to_be_hidden()
+    expect(page.locator("#forget-token")).to_be_disabled()
+    assert page.locator("#confirmations li").count() == 0

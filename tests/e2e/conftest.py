@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 TENANT = "t-e2e"
 WORKSPACE = "ws1"
 PURPOSE = "purpose:e2e"
+MEM0_WORKSPACE = "ws-mem0"
 MODES = ("auto", "legacy")
 
 
@@ -29,7 +30,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningService
     saved = dict(os.environ)
     data_dir: Path = tmp_path_factory.mktemp("engram-data")
     running = start_service(LocalConfig(port=0, data_dir=data_dir, tenant=TENANT,
-                                        workspaces=(WORKSPACE, "ws2")))
+                                        workspaces=(WORKSPACE, "ws2", MEM0_WORKSPACE, "bk-src",
+                                                    "bk-dst")))
     try:
         yield running
     finally:

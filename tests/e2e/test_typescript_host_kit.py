@@ -5,7 +5,10 @@ tests) run here, then clients/typescript/interop/against_service.mjs drives the 
 with kit-minted tokens and prints one JSON report: the official SDK client lists, captures,
 admits and searches; a maintainer token drives ``HostClient`` through a confirmed forget;
 each claim rule is broken once by a token forged past the kit, refused by the service, and
-refused by the kit under the same rule name; a session outlives a 2 s token lifetime.
+refused by the kit under the same rule name; every case of the Python kit's conformance
+matrix (``engram_memory_host.conformance``, handed over as JSON so there is one list) is named
+alike by the TypeScript kit's raw-claim checks and refused by the service when signed past
+them; a session outlives a 2 s token lifetime.
 Under ``CI=true`` a missing node is a failure, not a skip.
 """
 
@@ -20,6 +23,12 @@ from typing import Any
 import pytest
 from engram_memory.local.service import RunningService
 from engram_memory.service_home import HOST_KEY_FILE
+from engram_memory_host.conformance import (
+    agent_violations,
+    maintainer_violations,
+    valid_agent_claims,
+    valid_maintainer_claims,
+)
 
 from .conftest import PURPOSE, WORKSPACE
 from .ts_support import npm_ci, require_node
@@ -49,10 +58,30 @@ def test_the_kit_unit_tests_pass() -> None:
     assert "# fail 0" in done.stdout
 
 
-@pytest.fixture(scope="module")
-def report(service: RunningService, kit: None) -> dict[str, Any]:
+def _conformance_matrix(service: RunningService) -> dict[str, Any]:
     ident = service.identity
+    deployment: dict[str, Any] = {"issuer": ident.issuer, "audience": ident.audience,
+                                  "tenant": ident.tenant}
+    agent: dict[str, Any] = {**deployment, "workspace": WORKSPACE, "purpose_ref": PURPOSE}
+
+    def listed(cases: dict[str, tuple[dict[str, Any], str]]) -> list[dict[str, Any]]:
+        return [{"name": name, "claims": claims, "rule": rule}
+                for name, (claims, rule) in sorted(cases.items())]
+
+    return {"controls": {"agent": valid_agent_claims(**agent),
+                         "maintainer": valid_maintainer_claims(**deployment)},
+            "agent": listed(agent_violations(**agent)),
+            "maintainer": listed(maintainer_violations(**deployment))}
+
+
+@pytest.fixture(scope="module")
+def report(service: RunningService, kit: None,
+           tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    ident = service.identity
+    cases = tmp_path_factory.mktemp("claims") / "conformance.json"
+    cases.write_text(json.dumps(_conformance_matrix(service)), encoding="utf-8")
     done = _node(["node", "interop/against_service.mjs"], {
+        "ENGRAM_CLAIM_CASES": str(cases),
         "ENGRAM_BASE_URL": service.base_url,
         "ENGRAM_HOST_KEY_PEM": str(service.home / HOST_KEY_FILE),
         "ENGRAM_ISSUER": ident.issuer, "ENGRAM_AUDIENCE": ident.audience,
@@ -102,6 +131,24 @@ def test_every_claim_rule_is_refused_by_the_service_and_named_by_the_kit(
     assert {case["rule"] for case in report["rules"]} == {
         "lifetime", "ref", "no-hash", "internal-principal", "capabilities", "deadline",
         "maintainer-scope"}
+
+
+def test_every_case_of_the_python_conformance_matrix_is_refused_alike_by_the_ts_kit(
+    report: dict[str, Any],
+) -> None:
+    matrix = report["matrix"]
+    assert matrix["agentControl"] == "accepted"
+    assert matrix["maintainerControl"] == "accepted"
+    expected = {("agent", name) for name in agent_violations()} | {
+        ("maintainer", name) for name in maintainer_violations()}
+    assert {(case["path"], case["name"]) for case in matrix["cases"]} == expected
+    refused = {"agent": "untrusted", "maintainer": "401"}
+    for case in matrix["cases"]:
+        assert case["kit"] == case["rule"], case
+        assert case["service"] == refused[case["path"]], case
+    assert {case["rule"] for case in matrix["cases"]} == {
+        "times", "lifetime", "jti", "ref", "no-hash", "internal-principal", "deadline",
+        "capabilities", "agent-perm", "maintainer-perm", "maintainer-scope"}
 
 
 def test_a_session_outliving_its_token_lifetime_keeps_working(report: dict[str, Any]) -> None:

@@ -13,6 +13,10 @@ import pytest
 from infra.constructs.access import TASK_TOKEN_ACTIONS
 from infra.names import (
     FUNCTIONS,
+    HOST_BACKUP_READ_PARTITIONS,
+    HOST_CONFIRMATION_PARTITIONS,
+    HOST_RESTORE_BATCH_PARTITIONS,
+    HOST_RESTORE_JOURNAL_PARTITIONS,
     KEY_TABLE_PARTITIONS,
     MAIN_TABLE_PARTITIONS,
     TOOL_FUNCTIONS,
@@ -41,7 +45,7 @@ WRITE_ACTIONS = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem
 DATA_SERVICES = ("dynamodb:", "kms:", "sqs:", "states:", "lambda:", "secretsmanager:",
                  "events:", "sns:", "s3vectors:", "bedrock:")
 METADATA_ONLY = {"dynamodb:ListStreams"}
-# Act on a task token, which is the capability (docs/deploy.md, "Two grants AWS does not
+# Act on a task token, which is the capability (docs/deploy.md, "Grants AWS does not
 # settle"); granted on "*" in a statement of their own.
 TOKEN_ONLY = set(TASK_TOKEN_ACTIONS)
 
@@ -191,12 +195,18 @@ def test_host_api_drives_the_gate_and_delegates_adjudication_to_admission(
     assert token["Resource"] == "*"
     assert "Condition" not in token
     invoke = by_action["lambda:InvokeFunction"]["Resource"]
+    # request_admission adjudicates; capture + request_admission carry a mem0 migration.
     assert as_list(invoke) == [
-        {"Fn::GetAtt": [function_logical_ids(template)["request_admission"], "Arn"]}]
-    for s in statements:
-        if any(a.startswith("dynamodb:") for a in actions(s)):
-            assert s["Condition"] == {
-                "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["CONF#*"]}}
+        {"Fn::GetAtt": [function_logical_ids(template)[name], "Arn"]}
+        for name in ("request_admission", "capture")]
+    # The gate's item statements reach confirmation items only (export and restore have
+    # their own: test_host_api_may_export_and_restore_and_nothing_more).
+    gate = [s for s in statements if actions(s) & {"dynamodb:UpdateItem", "dynamodb:Query"}
+            and not actions(s) & {"dynamodb:PutItem", "dynamodb:BatchGetItem"}]
+    assert len(gate) == 2
+    for s in gate:
+        assert s["Condition"] == {
+            "ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["CONF#*"]}}
 
 
 def test_confirmation_notifier_writes_only_confirmation_items_and_host_events(
@@ -469,3 +479,59 @@ def test_only_forget_and_withdraw_write_the_forget_ledger_and_only_put_entries(
                     "LEDGER#*", ["LEDGER#*"]), name
                 touching.setdefault(name, set()).update(as_list(s["Action"]))
     assert touching == {"forget": {"dynamodb:PutItem"}, "withdraw": {"dynamodb:PutItem"}}
+
+
+# --- export and restore through the host API (docs/backup.md, "Deployed stack") ---------
+
+_EXPORT_READER = "engram_memory.adapters.dynamodb.export_reader"
+_RESTORE_WRITER = "engram_memory.adapters.dynamodb.restore_writer"
+
+
+def _fence(statement: dict[str, Any]) -> set[str]:
+    return set(as_list(statement["Condition"]["ForAllValues:StringLike"][
+        "dynamodb:LeadingKeys"]))
+
+
+def test_host_api_may_export_and_restore_and_nothing_more(synthesized: Synthesized) -> None:
+    template = synthesized.template
+    main = _lid(synthesized, "AWS::DynamoDB::Table", "MainTable")
+    statements = [s for s in statements_of_role(template, role_of(template, "host_api"))
+                  if any(a.startswith("dynamodb:") for a in actions(s))]
+    by_fence: dict[frozenset[str], set[str]] = {}
+    for s in statements:
+        # Every DynamoDB statement of the host API names the main table (or its waiting
+        # index): never the key table, the projection or the forget ledger.
+        (resource,) = as_list(s["Resource"])
+        assert json.dumps(resource).count(main) == 1, resource
+        by_fence.setdefault(frozenset(_fence(s)), set()).update(actions(s))
+    assert by_fence == {
+        frozenset(HOST_CONFIRMATION_PARTITIONS): {"dynamodb:GetItem", "dynamodb:UpdateItem",
+                                                  "dynamodb:Query"},
+        frozenset(HOST_BACKUP_READ_PARTITIONS): {"dynamodb:GetItem", "dynamodb:BatchGetItem",
+                                                 "dynamodb:Query"},
+        frozenset(HOST_RESTORE_BATCH_PARTITIONS): {"dynamodb:BatchWriteItem"},
+        frozenset(HOST_RESTORE_JOURNAL_PARTITIONS): {"dynamodb:PutItem",
+                                                     "dynamodb:UpdateItem",
+                                                     "dynamodb:DeleteItem"},
+    }
+    # No single-item write can touch a record, a guard or an expiry entry, or a
+    # confirmation beyond its update.
+    for s in statements:
+        if actions(s) & {"dynamodb:PutItem", "dynamodb:DeleteItem"}:
+            assert _fence(s) == {"JOURNAL#*"}
+    # Restored records are stored as admissions store them, under the table's storage key:
+    # the host API still never uses the tenant key (only request_admission decrypts).
+    tenant_key = _lid(synthesized, "AWS::KMS::Key", "TenantKey")
+    assert not [s for s in statements_of_role(template, role_of(template, "host_api"))
+                if refers_to(s["Resource"], tenant_key)]
+
+
+def test_host_api_may_make_every_call_export_and_restore_make(
+        synthesized: Synthesized) -> None:
+    calls = _called_actions(_EXPORT_READER, _RESTORE_WRITER)
+    # Reads, the staged batch writes, the fence's put/update/delete and the commit's
+    # transaction (an Update and a Put): without any of them the route is STORE_UNAVAILABLE.
+    assert {"dynamodb:GetItem", "dynamodb:Query", "dynamodb:BatchGetItem",
+            "dynamodb:BatchWriteItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem"} == calls
+    assert calls <= _granted_on(synthesized, "host_api", "MainTable")

@@ -3,8 +3,9 @@
 With ``snap_start: true`` the tools, the MCP endpoint and the host API run from a snapshot
 of a published version and every caller goes through their ``live`` alias (a snapshot
 never serves $LATEST): API Gateway, the endpoint's invocations of the tools, the host
-API's of request_admission, and the IAM grants that allow those (the alias only). Without
-it (the default: the snapshot cache is billed per GB-second) nothing changes.
+API's of capture and request_admission, and the IAM grants that allow those (the alias
+only). Without it (the default: the snapshot cache is billed per GB-second) nothing
+changes.
 """
 
 from __future__ import annotations
@@ -89,8 +90,11 @@ def test_every_caller_goes_through_the_alias_and_may_invoke_nothing_else(
         assert refers_to(name, aliases[tool]), tool  # "<function name>:live"
         assert json.dumps(name).endswith('":live"]]}'), tool
     host_env = resources[functions["host_api"]]["Properties"]["Environment"]["Variables"]
-    assert ":live" in json.dumps(host_env[f"{ENV_FUNCTION_PREFIX}REQUEST_ADMISSION"])
-    for caller, callees in (("mcp_endpoint", TOOL_FUNCTIONS), ("host_api", ("request_admission",))):
+    # request_admission adjudicates; capture + request_admission carry a mem0 migration.
+    host_callees = ("capture", "request_admission")
+    for callee in host_callees:
+        assert ":live" in json.dumps(host_env[f"{ENV_FUNCTION_PREFIX}{callee.upper()}"]), callee
+    for caller, callees in (("mcp_endpoint", TOOL_FUNCTIONS), ("host_api", host_callees)):
         invoke = [s for s in _statements(snap_template, caller)
                   if "lambda:InvokeFunction" in actions(s)]
         granted = [r for s in invoke for r in (s["Resource"] if isinstance(s["Resource"], list)

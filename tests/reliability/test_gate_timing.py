@@ -19,6 +19,12 @@ Two checks per tool:
   GetItem, an unknown id stopped after the read: p ≈ 1e-60 at this sample size. The
   threshold is far from both the noise (p is uniform when the distributions agree: with
   the 8 comparisons here a false alarm is ~8e-6) and the signal.
+  A difference must also be large enough to matter: medians more than ``MAX_MEDIAN_GAP``
+  apart. On a quiet machine the rank test resolves moto's own work on an item the store
+  filters out (moto evaluates the FilterExpression in Python on the found item; DynamoDB
+  does it inside the same read): ``get`` of another purpose's record gave p ~ 1e-11 on the
+  CI machine with a median within a few percent of the unknown id's. The leak this test
+  was written for cost a whole extra transaction and read (tens of percent).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from tests.support.events import TENANT_ID
 ROUNDS = 150
 WARMUP = 10
 P_FAIL = 1e-6
+MAX_MEDIAN_GAP = 0.10  # relative: |median / unknown's median - 1|
 OTHER_WORKSPACE = Scope(TENANT_ID, "ws-other")
 OTHER_PURPOSE = "purpose:billing"
 
@@ -169,11 +176,13 @@ def test_an_unapproved_call_takes_the_same_time_whatever_the_target(
     # verdict depend on a difference between targets, not on the load.
     durations = _durations(TARGETS[tool](world))
     baseline = durations.pop("unknown")
+    median_unknown = sorted(baseline)[len(baseline) // 2] * 1000
     report = {}
     for name, sample in durations.items():
         p_value = float(mannwhitneyu(sample, baseline, alternative="two-sided").pvalue)
         median_ms = sorted(sample)[len(sample) // 2] * 1000
-        report[name] = (p_value, round(median_ms, 2))
-    median_unknown = sorted(baseline)[len(baseline) // 2] * 1000
-    print(f"{tool}: unknown median {median_unknown:.2f} ms; (p, median ms) {report}")
-    assert all(p >= P_FAIL for p, _ in report.values()), report
+        report[name] = (p_value, round(median_ms, 2), round(median_ms / median_unknown - 1, 3))
+    print(f"{tool}: unknown median {median_unknown:.2f} ms; (p, median ms, gap) {report}")
+    leaks = {name: seen for name, seen in report.items()
+             if seen[0] < P_FAIL and abs(seen[2]) > MAX_MEDIAN_GAP}
+    assert not leaks, (round(median_unknown, 2), leaks)

@@ -1,19 +1,19 @@
 // The kit against a running engram-memory service (run by tests/e2e/test_typescript_host_kit.py).
 //
 // Env: ENGRAM_BASE_URL, ENGRAM_HOST_KEY_PEM (path), ENGRAM_ISSUER, ENGRAM_AUDIENCE,
-// ENGRAM_TENANT, ENGRAM_WORKSPACE, ENGRAM_PURPOSE. Prints one JSON report line; the Python
-// test asserts on it. Forged tokens are signed here with jose directly: the test-only path
-// that skips the kit's checks, so the service's own refusal is what is observed.
+// ENGRAM_TENANT, ENGRAM_WORKSPACE, ENGRAM_PURPOSE, ENGRAM_CLAIM_CASES (path of the Python
+// kit's conformance matrix as JSON: {controls: {agent, maintainer}, agent: [...],
+// maintainer: [...]}, each case {name, claims, rule}). Prints one JSON report line; the
+// Python test asserts on it. Forged tokens are signed with `signClaims`, which skips the
+// kit's checks, so the service's own refusal is what is observed.
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { SignJWT } from 'jose';
-
 import {
-  ClaimRuleError, HostClient, HostKey, HostRouteError, TOOLS, createMemoryTransport,
-  mintAgentToken, mintMaintainerToken,
+  ClaimRuleError, HostClient, HostKey, HostRouteError, TOOLS, checkAgentClaims,
+  checkMaintainerClaims, createMemoryTransport, mintAgentToken, mintMaintainerToken, signClaims,
 } from '../dist/index.js';
 
 const env = process.env;
@@ -114,7 +114,7 @@ function baseClaims(nowS) {
   };
 }
 async function forge(claims) {
-  return new SignJWT(claims).setProtectedHeader({ alg: key.algorithm, kid: key.kid }).sign(key.privateKey);
+  return signClaims(key, claims);
 }
 async function serviceOnAgent(claims) {
   const token = await forge(claims);
@@ -145,6 +145,22 @@ async function kitRule(mint) {
     return 'minted';
   } catch (error) {
     return error instanceof ClaimRuleError ? error.rule : `other ${error}`;
+  }
+}
+
+// 3a. The Python kit's conformance matrix, case by case: the kit's raw check names the rule
+// Python names, and the service refuses the token signed past the check.
+const matrix = JSON.parse(readFileSync(env.ENGRAM_CLAIM_CASES, 'utf8'));
+report.matrix = {
+  agentControl: await serviceOnAgent(matrix.controls.agent),
+  maintainerControl: await serviceOnHost(matrix.controls.maintainer),
+  cases: [],
+};
+for (const [path, check, service] of [['agent', checkAgentClaims, serviceOnAgent],
+  ['maintainer', checkMaintainerClaims, serviceOnHost]]) {
+  for (const { name, claims, rule } of matrix[path]) {
+    report.matrix.cases.push({ name, path, rule, kit: await kitRule(() => check(claims)),
+      service: await service(claims) });
   }
 }
 

@@ -11,9 +11,11 @@ export {
   MAX_MAINTAINER_WORKSPACES,
   MAX_REF_BYTES,
   TOOLS,
+  checkAgentClaims,
+  checkMaintainerClaims,
 } from './rules.js';
-export type { ClaimRule, ToolName } from './rules.js';
-export { DEFAULT_TTL_S, mintAgentToken, mintMaintainerToken } from './tokens.js';
+export type { ClaimRule, Claims, ToolName } from './rules.js';
+export { DEFAULT_TTL_S, mintAgentToken, mintMaintainerToken, signClaims } from './tokens.js';
 export type { AgentTokenOptions, Deployment, MaintainerTokenOptions } from './tokens.js';
 export { DEFAULT_REFRESH_MARGIN_S, RefreshingBearer, createMemoryTransport } from './transport.js';
 export type { MemoryTransportOptions, Mint } from './transport.js';

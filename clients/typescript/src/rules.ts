@@ -4,7 +4,9 @@
  * Each refusal is a `ClaimRuleError` whose `rule` names the rule, with the same names as the
  * Python kit (`engram_memory_host.rules`), so both kits report a violation alike. The
  * service's verifier (`engram_memory.host_token`, docs/mcp.md) stays the authority: the
- * interop tests forge each violating token past these checks and see the service refuse it.
+ * interop tests forge each violating token past these checks (`signClaims`) and see the
+ * service refuse it. `checkAgentClaims` / `checkMaintainerClaims` check a whole claim set
+ * as signed; the mint functions run them before signing.
  */
 
 /** Longest token lifetime the service accepts (`exp - iat`), in seconds. */
@@ -28,13 +30,23 @@ const UTF8 = new TextEncoder();
 
 /** The rule names a `ClaimRuleError` can carry (shared with the Python kit). */
 export type ClaimRule =
+  | 'times'
   | 'lifetime'
+  | 'jti'
   | 'ref'
   | 'no-hash'
   | 'internal-principal'
   | 'capabilities'
   | 'deadline'
+  | 'agent-perm'
+  | 'maintainer-perm'
   | 'maintainer-scope';
+
+/** A decoded JWT claim set, as signed (claim names as on the wire). */
+export type Claims = Readonly<Record<string, unknown>>;
+/** The permission only a maintainer token carries. */
+const MAINTAIN = 'maintain';
+const AGENT_REFS = ['iss', 'aud', 'agent_id', 'session', 'purpose_ref', 'audit_id'] as const;
 
 /** A token argument breaks one of the service's claim rules (`rule` names it). */
 export class ClaimRuleError extends Error {
@@ -133,9 +145,87 @@ export function workspaceScope(workspaces: unknown, tenantWide: unknown): string
   if (!Array.isArray(workspaces)) {
     throw new ClaimRuleError('maintainer-scope', 'workspaces must be an array of ids');
   }
-  if (workspaces.length === 0 || workspaces.length > MAX_MAINTAINER_WORKSPACES) {
+  // Each id before the count, as the Python kit does: a case breaking both names the same rule.
+  const listed = workspaces.map((w) => scopeId('workspace', w));
+  if (listed.length === 0 || listed.length > MAX_MAINTAINER_WORKSPACES) {
     throw new ClaimRuleError('maintainer-scope',
       `workspaces must name 1 to ${MAX_MAINTAINER_WORKSPACES} workspaces`);
   }
-  return workspaces.map((w) => scopeId('workspace', w));
+  return listed;
+}
+
+/** `iat`, `nbf`, `exp`: integer seconds, `0 < exp - iat <= 300`. */
+export function times(claims: Claims): void {
+  const [iat, nbf, exp] = [claims.iat, claims.nbf, claims.exp];
+  if (!isInteger(iat) || !isInteger(nbf) || !isInteger(exp)) {
+    throw new ClaimRuleError('times', 'iat, nbf and exp must be integer seconds');
+  }
+  if (exp - iat <= 0 || exp - iat > MAX_LIFETIME_S) {
+    throw new ClaimRuleError('lifetime', `exp - iat must be in 1..${MAX_LIFETIME_S} s`);
+  }
+}
+
+function has(claims: Claims, name: string): boolean {
+  return Object.prototype.hasOwnProperty.call(claims, name);
+}
+
+function perms(claims: Claims): Set<string> {
+  const perm = has(claims, 'perm') ? claims.perm : [];
+  const listed = typeof perm === 'string' ? perm.split(/\s+/).filter(Boolean) : perm;
+  if (!Array.isArray(listed) || !listed.every((p) => typeof p === 'string')) {
+    throw new ClaimRuleError(has(claims, 'workspace') ? 'agent-perm' : 'maintainer-perm',
+      'perm must be an array of strings');
+  }
+  return new Set(listed as string[]);
+}
+
+function common(claims: Claims): void {
+  times(claims);
+  if (typeof claims.jti !== 'string' || claims.jti.length === 0) {
+    throw new ClaimRuleError('jti', 'jti is required');
+  }
+  ref('jti', claims.jti);
+  scopeId('tenant', claims.tenant);
+}
+
+/**
+ * Throw a `ClaimRuleError` for an agent claim set the service would refuse, whatever its
+ * configuration (issuer, audience, tenant and workspace equality are the service's own).
+ */
+export function checkAgentClaims(claims: Claims): void {
+  common(claims);
+  for (const name of AGENT_REFS) {
+    ref(name, claims[name]);
+  }
+  scopeId('workspace', claims.workspace);
+  principal(claims.principal);
+  if (perms(claims).has(MAINTAIN)) {
+    throw new ClaimRuleError('agent-perm', "an agent token never carries 'maintain'");
+  }
+  deadline(claims.deadline);
+  tools('capabilities', claims.capabilities);
+  tools('confirm_required', has(claims, 'confirm_required') ? claims.confirm_required : []);
+  if (claims.confirmation_ref !== undefined && claims.confirmation_ref !== null) {
+    ref('confirmation_ref', claims.confirmation_ref);
+  }
+}
+
+/** Throw a `ClaimRuleError` for a maintainer claim set the service would refuse. */
+export function checkMaintainerClaims(claims: Claims): void {
+  common(claims);
+  for (const name of ['iss', 'aud', 'sub']) {
+    ref(name, claims[name]);
+  }
+  const held = perms(claims);
+  if (!held.has('read') || !held.has(MAINTAIN)) {
+    throw new ClaimRuleError('maintainer-perm', "perm must hold 'read' and 'maintain'");
+  }
+  const tenantWide = has(claims, 'tenant_wide') ? claims.tenant_wide : false;
+  if (tenantWide !== true && tenantWide !== false) {
+    throw new ClaimRuleError('maintainer-scope', 'tenant_wide must be the JSON value true');
+  }
+  if (has(claims, 'workspaces') && !Array.isArray(claims.workspaces)) {
+    throw new ClaimRuleError('maintainer-scope', 'workspaces must be an array of ids');
+  }
+  workspaceScope(has(claims, 'workspaces') ? claims.workspaces : undefined, tenantWide);
 }

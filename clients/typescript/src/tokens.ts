@@ -67,9 +67,13 @@ function times(nowMs: number | undefined, ttlSeconds: number | undefined) {
   return { iat, nbf: iat, exp: iat + rules.lifetime(ttlSeconds ?? DEFAULT_TTL_S) };
 }
 
-/** Sign `claims` with `key`, its `kid` in the header. No claim is checked here. */
-async function sign(key: HostKey, claims: Record<string, unknown>): Promise<string> {
-  return new SignJWT(claims)
+/**
+ * Sign `claims` as they are, with `key` (its `kid` in the header) and no rule checked: the
+ * conformance tests forge with it what the service must refuse. A host mints with
+ * `mintAgentToken` / `mintMaintainerToken`.
+ */
+export async function signClaims(key: HostKey, claims: rules.Claims): Promise<string> {
+  return new SignJWT({ ...claims })
     .setProtectedHeader({ alg: key.algorithm, kid: key.kid })
     .sign(key.privateKey);
 }
@@ -100,7 +104,8 @@ export async function mintAgentToken(key: HostKey, options: AgentTokenOptions): 
   if (options.confirmationRef !== undefined) {
     claims.confirmation_ref = rules.ref('confirmationRef', options.confirmationRef);
   }
-  return sign(key, claims);
+  rules.checkAgentClaims(claims);
+  return signClaims(key, claims);
 }
 
 /**
@@ -127,5 +132,6 @@ export async function mintMaintainerToken(
   } else {
     claims.workspaces = scope;
   }
-  return sign(key, claims);
+  rules.checkMaintainerClaims(claims);
+  return signClaims(key, claims);
 }

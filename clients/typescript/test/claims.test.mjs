@@ -5,7 +5,10 @@ import { test } from 'node:test';
 
 import { decodeJwt, decodeProtectedHeader, importJWK, jwtVerify } from 'jose';
 
-import { ClaimRuleError, HostKey, HostKeyRing, mintAgentToken, mintMaintainerToken } from '../dist/index.js';
+import {
+  ClaimRuleError, HostKey, HostKeyRing, checkAgentClaims, checkMaintainerClaims, mintAgentToken,
+  mintMaintainerToken, signClaims,
+} from '../dist/index.js';
 
 const key = HostKey.generate();
 const deployment = { issuer: 'urn:test:host', audience: 'urn:test:aud', tenant: 't1' };
@@ -138,4 +141,102 @@ test('a key ring rotates: add, sign with the new key, retire the old one', () =>
   ring.signWith(next.kid);
   ring.retire(old.kid);
   assert.deepEqual(JSON.parse(ring.jwksJson()).keys.map((k) => k.kid), [next.kid]);
+});
+
+// A raw claim set, as signed: the same checks and rule names as the Python kit's
+// check_agent_claims / check_maintainer_claims (the e2e test runs its whole matrix here).
+const NOW_S = 1_790_000_000;
+const agentClaims = {
+  iss: 'urn:host', aud: 'urn:engram', sub: 'user-1', jti: 'a'.repeat(32), iat: NOW_S, nbf: NOW_S,
+  exp: NOW_S + 120, tenant: 't1', workspace: 'ws1', principal: 'user-1', agent_id: 'agent-1',
+  session: 'sess-1', purpose_ref: 'purpose:p', audit_id: 'audit-1', deadline: (NOW_S + 120) * 1000,
+  capabilities: ['search'], confirm_required: [],
+};
+const maintainerClaims = {
+  iss: 'urn:host', aud: 'urn:engram', sub: 'reviewer', jti: 'b'.repeat(32), iat: NOW_S, nbf: NOW_S,
+  exp: NOW_S + 120, tenant: 't1', perm: ['read', 'maintain'], tenant_wide: true,
+};
+function without(claims, name) {
+  const { [name]: _, ...rest } = claims;
+  return rest;
+}
+function checkedAs(check, claims) {
+  try {
+    check(claims);
+    return 'passed';
+  } catch (error) {
+    assert.ok(error instanceof ClaimRuleError, String(error));
+    return error.rule;
+  }
+}
+
+test('a well-formed agent and maintainer claim set pass the raw checks', () => {
+  assert.equal(checkedAs(checkAgentClaims, agentClaims), 'passed');
+  assert.equal(checkedAs(checkAgentClaims, { ...agentClaims, perm: 'read' }), 'passed');
+  assert.equal(checkedAs(checkAgentClaims, without(agentClaims, 'confirm_required')), 'passed');
+  assert.equal(checkedAs(checkMaintainerClaims, maintainerClaims), 'passed');
+  assert.equal(checkedAs(checkMaintainerClaims, { ...maintainerClaims, perm: 'read maintain' }), 'passed');
+  assert.equal(checkedAs(checkMaintainerClaims,
+    { ...without(maintainerClaims, 'tenant_wide'), workspaces: ['ws1'] }), 'passed');
+});
+
+// [rule, agent claims that break it]
+const RAW_AGENT_VIOLATIONS = [
+  ['times', without(agentClaims, 'nbf')],
+  ['times', { ...agentClaims, exp: NOW_S + 60.5 }],
+  ['times', { ...agentClaims, iat: String(NOW_S) }],
+  ['lifetime', { ...agentClaims, exp: NOW_S + 301 }],
+  ['lifetime', { ...agentClaims, exp: NOW_S }],
+  ['jti', without(agentClaims, 'jti')],
+  ['jti', { ...agentClaims, jti: '' }],
+  ['ref', { ...agentClaims, jti: 'j'.repeat(513) }],
+  ['no-hash', { ...agentClaims, tenant: 't#1' }],
+  ['ref', without(agentClaims, 'audit_id')],
+  ['internal-principal', { ...agentClaims, principal: 'system:expiry-sweeper' }],
+  ['agent-perm', { ...agentClaims, perm: ['read', 'maintain'] }],
+  ['agent-perm', { ...agentClaims, perm: 'read maintain' }],
+  ['agent-perm', { ...agentClaims, perm: [1] }],
+  ['deadline', { ...agentClaims, deadline: 'soon' }],
+  ['capabilities', { ...agentClaims, confirm_required: null }],
+  ['ref', { ...agentClaims, confirmation_ref: '' }],
+];
+
+for (const [rule, claims] of RAW_AGENT_VIOLATIONS) {
+  test(`checkAgentClaims names ${rule} for ${JSON.stringify(claims).slice(-60)}`, () => {
+    assert.equal(checkedAs(checkAgentClaims, claims), rule);
+  });
+}
+
+const RAW_MAINTAINER_VIOLATIONS = [
+  ['times', { ...maintainerClaims, iat: null }],
+  ['jti', without(maintainerClaims, 'jti')],
+  ['maintainer-perm', { ...maintainerClaims, perm: ['read'] }],
+  ['maintainer-perm', without(maintainerClaims, 'perm')],
+  ['maintainer-perm', { ...maintainerClaims, perm: { read: true } }],
+  ['maintainer-scope', { ...maintainerClaims, tenant_wide: 'true' }],
+  ['maintainer-scope', { ...maintainerClaims, tenant_wide: false }],
+  ['maintainer-scope', { ...without(maintainerClaims, 'tenant_wide'), workspaces: 'ws1' }],
+  ['no-hash', { ...without(maintainerClaims, 'tenant_wide'),
+    workspaces: [...Array.from({ length: 64 }, (_, i) => `w${i}`), 'a#b'] }],
+  ['ref', { ...maintainerClaims, sub: '' }],
+];
+
+for (const [rule, claims] of RAW_MAINTAINER_VIOLATIONS) {
+  test(`checkMaintainerClaims names ${rule} for ${JSON.stringify(claims).slice(-60)}`, () => {
+    assert.equal(checkedAs(checkMaintainerClaims, claims), rule);
+  });
+}
+
+test('signClaims signs a claim set as it is, with no rule checked', async () => {
+  const forged = { ...agentClaims, perm: ['maintain'], exp: NOW_S + 9999 };
+  const token = await signClaims(key, forged);
+  assert.deepEqual(decodeProtectedHeader(token), { alg: 'EdDSA', kid: key.kid });
+  assert.deepEqual(decodeJwt(token), forged);
+  await jwtVerify(token, await importJWK(key.publicJwk(), 'EdDSA'), { currentDate: new Date(NOW_S * 1000) });
+});
+
+test('every minted token passes the raw check of its kind', async () => {
+  checkAgentClaims(decodeJwt(await mintAgentToken(key, { ...agent, confirmationRef: 'conf_1' })));
+  checkMaintainerClaims(decodeJwt(await mintMaintainerToken(key, maintainer)));
+  assert.equal(checkedAs(checkAgentClaims, decodeJwt(await mintMaintainerToken(key, maintainer))), 'ref');
 });

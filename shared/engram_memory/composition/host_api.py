@@ -22,6 +22,7 @@ from engram_memory.domain.context import Tool
 from engram_memory.gate.adjudication import InvokedAdjudicator
 from engram_memory.gate.backup_routes import BackupRoutes
 from engram_memory.gate.host_api import HostApi
+from engram_memory.gate.migration import Mem0Migrator
 from engram_memory.host_token import verifier_from_settings
 from engram_memory.services.confirmation import ConfirmationService
 
@@ -80,7 +81,26 @@ def adjudication_invoker(settings: Settings,
                           endpoint_url=settings.endpoint_url, deadline=deadline)
 
 
-def build_host_api(settings: Settings, clients: GateClients, invoker: ToolInvoker) -> HostApi:
+def migration_invoker(settings: Settings,
+                      deadline: InvocationDeadline | None = None) -> ToolInvoker:
+    """How a migration reaches capture and request_admission (those two functions only).
+
+    Same rule as the adjudication invoker: the functions the stack names, else local mode's
+    in-process invoker, else an invoker that refuses (STORE_UNAVAILABLE).
+    """
+    names = {tool: settings.function_names.get(tool, "")
+             for tool in (Tool.CAPTURE, Tool.REQUEST_ADMISSION)}
+    local = bootstrap.provided("adjudication_invoker")
+    invoker = local(settings) if not any(names.values()) and local is not None else None
+    if invoker is not None:
+        return invoker  # type: ignore[no-any-return]
+    return lambda_invoker({tool: name for tool, name in names.items() if name},
+                          region=settings.region, endpoint_url=settings.endpoint_url,
+                          deadline=deadline)
+
+
+def build_host_api(settings: Settings, clients: GateClients, invoker: ToolInvoker,
+                   migrations: ToolInvoker | None = None) -> HostApi:
     """The host routes, verifying maintainer tokens against the registered host key."""
     verifier = verifier_from_settings(settings, time.time)
     return HostApi(
@@ -91,7 +111,15 @@ def build_host_api(settings: Settings, clients: GateClients, invoker: ToolInvoke
         backup=BackupRoutes(DynamoExportReader(clients.dynamodb, settings.table_name),
                             DynamoRestoreWriter(clients.dynamodb, settings.table_name),
                             verifier.tenant_id, SystemClock().now_ms),
+        migrate=(Mem0Migrator(migrations, SystemClock().now_ms, new_migration_audit_id,
+                              seconds_left=DEADLINE.read_timeout_s)
+                 if migrations is not None else None),
     )
+
+
+def new_migration_audit_id() -> str:
+    """A fresh audit id for one migrated memory's invocation."""
+    return "mig_" + secrets.token_hex(16)
 
 
 @bootstrap.per_container
@@ -99,4 +127,5 @@ def service() -> HostApi:
     """The host_api function's routes."""
     settings = bootstrap.settings()
     return build_host_api(settings, gate_clients(settings),
-                          adjudication_invoker(settings, DEADLINE))
+                          adjudication_invoker(settings, DEADLINE),
+                          migration_invoker(settings, DEADLINE))

@@ -20,7 +20,7 @@ def record_reader() -> DynamoRecordReader:
 
 @bootstrap.per_container
 def semantic_channel() -> SemanticChannel | None:
-    """The semantic channel (embedder + vector index) when configured; docs/search.md."""
+    """The semantic channel (embedder + vector index) when configured; docs/semantic.md."""
     overridden = bootstrap.port("semantic", _UNSET)
     if overridden is not _UNSET:
         return overridden  # type: ignore[no-any-return]

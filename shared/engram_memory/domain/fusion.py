@@ -8,7 +8,7 @@ w_semantic = 0.5. Rule ``rrf`` (reciprocal rank fusion, Cormack et al. 2009):
 
 A document absent from a channel gets nothing from it. Chosen by measurement on the
 LoCoMo conversations (bench/fusion_loco.py) with Cranfield's development half as a guard
-(docs/search.md, "The conversational target"). Ties: the fused score is rounded
+(docs/decisions/fusion.md, "The conversational target"). Ties: the fused score is rounded
 (ranking.SCORE_DECIMALS), then record_id ascending, as for the lexical channel.
 """
 
@@ -27,7 +27,7 @@ NORMALIZATIONS = ("min-max", "z-score", "max")
 """How ``convex`` puts a channel's scores on one scale (per query, over the channel's list):
 ``min-max`` (s − min) / (max − min), the deployed one; ``z-score`` (s − mean) / σ, an
 absent record getting the list's lowest z; ``max`` s / max (BM25F and cosine keep their
-zero). The last two were measured and rejected on conversations (docs/search.md)."""
+zero). The last two were measured and rejected on conversations (docs/decisions/fusion.md)."""
 DEPLOYED_RULE = "convex"
 DEPLOYED_LEXICAL_WEIGHT = 0.5
 """The deployment's fusion (settings' defaults): chosen on development queries only."""

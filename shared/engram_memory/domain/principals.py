@@ -15,8 +15,11 @@ ADJUDICATION_PRINCIPAL: Final = "host:adjudication"
 """Owner of the host adjudication's ``adjudicate:{candidate_id}`` keys."""
 SWEEPER_PRINCIPAL: Final = "system:expiry-sweeper"
 """Owner of the expiry sweeper's ``expiry:{record_id}`` keys."""
+MIGRATION_PRINCIPAL: Final = "host:migration"
+"""Owner of a migration's ``migration:mem0:{id}`` keys: its ledger (docs/migration-mem0.md)."""
 
-INTERNAL_PRINCIPALS: Final = frozenset({ADJUDICATION_PRINCIPAL, SWEEPER_PRINCIPAL})
+INTERNAL_PRINCIPALS: Final = frozenset({ADJUDICATION_PRINCIPAL, SWEEPER_PRINCIPAL,
+                                       MIGRATION_PRINCIPAL})
 
 
 def is_internal_principal(principal: str) -> bool:

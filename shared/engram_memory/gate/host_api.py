@@ -7,8 +7,11 @@
 ``GET  /host/confirmations?workspace_id=…&state=pending`` → a page of pending confirmations;
 ``GET  /host/adjudications?workspace_id=…`` → a page of candidates held for adjudication;
 ``GET  /host/adjudications/{candidate_id}?workspace_id=…`` → its payload, for the reviewer;
+``GET  /host/whoami`` → what the presented token covers (tenant, subject, ``tenantWide``
+or the sorted ``workspaces``), for a review page to show and keep to;
 ``GET /host/export``, ``POST /host/restore[/lines|/commit]``, ``DELETE /host/restore`` →
-backup and restore (gate/backup_routes.py, docs/backup.md).
+backup and restore (gate/backup_routes.py, docs/backup.md);
+``POST /host/migrations/mem0`` → what became of each memory of a batch (gate/migration.py).
 
 Every route needs a host-operator token carrying ``maintain`` (``Authorization: Bearer``);
 an agent token is refused with 403, anything else with 401, checked before the path is
@@ -50,9 +53,11 @@ from engram_memory.gate.host_models import (
     ConfirmationRequestBody,
     DecisionBody,
     ListQuery,
+    MaintainerScopeView,
     WaitingCandidateView,
     WaitingConfirmationView,
 )
+from engram_memory.gate.migration import Mem0Batch
 from engram_memory.host_token import (
     HostTokenVerifier,
     MaintainerIdentity,
@@ -79,6 +84,8 @@ metrics = Metrics(service=SERVICE_NAME, namespace=METRICS_NAMESPACE)
 T = TypeVar("T")
 Adjudicate = Callable[[Scope, str, str, str, str], Mapping[str, Any]]
 """``(scope, candidate_id, decision, approver, maintainer token) -> outcome`` (admission)."""
+Migrate = Callable[[Scope, Mem0Batch, str], Mapping[str, Any]]
+"""``(scope, batch, operator) -> batch result`` (gate/migration.Mem0Migrator)."""
 
 _STATUS_BY_CODE = {
     "INVALID_SCHEMA": 400, "INVALID_DIGEST": 400, "UNAUTHORIZED": 403, "NOT_FOUND": 404,
@@ -179,12 +186,14 @@ class HostApi:
         adjudicate: Adjudicate,
         waiting: WaitingList,
         backup: backup_routes.BackupRoutes | None = None,
+        migrate: Migrate | None = None,
     ) -> None:
         self._verifier = verifier
         self._confirmations = confirmations
         self._adjudicate = adjudicate
         self._waiting = waiting
         self._backup = backup
+        self._migrate = migrate
 
     def handle(self, event: Mapping[str, Any]) -> dict[str, Any]:
         """Answer one HTTP API v2 event with a v2 response dict."""
@@ -309,6 +318,15 @@ class HostApi:
                                    body.approver or who.subject, token)
         return _response(200, dict(outcome))
 
+    def _whoami(self, request: _Request, who: MaintainerIdentity, _: str) -> dict[str, Any]:
+        """The token's own scope: no query, nothing read from storage."""
+        if request.query:
+            raise _Refusal(400, _BAD_REQUEST)
+        shown = MaintainerScopeView(
+            tenantId=who.tenant_id, subject=who.subject, tenantWide=who.workspaces is None,
+            workspaces=None if who.workspaces is None else sorted(who.workspaces))
+        return _response(200, shown.model_dump(exclude_none=True))
+
     # --- backup and restore (gate/backup_routes.py) -------------------------------------
 
     def _backup_scope(self, who: MaintainerIdentity, workspace_id: str) -> Scope:
@@ -355,6 +373,15 @@ class HostApi:
         scope = self._backup_scope(who, request.query["workspace_id"])
         assert self._backup is not None
         return _response(200, self._backup.abort(scope))
+
+    # --- migration (gate/migration.py) ---------------------------------------------------
+
+    def _migrate_mem0(self, request: _Request, who: MaintainerIdentity, _: str) -> dict[str, Any]:
+        if self._migrate is None:
+            raise _Refusal(404, _NO_ROUTE)
+        body: Mem0Batch = _body(Mem0Batch, request)
+        return _response(200, dict(self._migrate(self.scope(who, body.workspace_id), body,
+                                                 who.subject)))
 
 
 def _reason(body: ConfirmationRequestBody) -> str:
@@ -424,11 +451,13 @@ _ROUTES: tuple[tuple[str, re.Pattern[str], Handler], ...] = (
     ("GET", re.compile(rf"^/host/confirmations/{_SEGMENT}/?$"), HostApi._show),
     ("POST", re.compile(rf"^/host/adjudications/{_SEGMENT}/?$"), HostApi._adjudication),
     ("GET", re.compile(rf"^/host/adjudications/{_SEGMENT}/?$"), HostApi._held_candidate),
+    ("GET", re.compile(r"^/host/whoami/?$"), HostApi._whoami),
     ("GET", re.compile(r"^/host/export/?$"), HostApi._export),
     ("POST", re.compile(r"^/host/restore/?$"), HostApi._restore_begin),
     ("POST", re.compile(r"^/host/restore/lines/?$"), HostApi._restore_lines),
     ("POST", re.compile(r"^/host/restore/commit/?$"), HostApi._restore_commit),
     ("DELETE", re.compile(r"^/host/restore/?$"), HostApi._restore_abort),
+    ("POST", re.compile(r"^/host/migrations/mem0/?$"), HostApi._migrate_mem0),
 )
 
 

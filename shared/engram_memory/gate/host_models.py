@@ -139,3 +139,15 @@ class CandidateContent(_Closed):
 
     candidateId: str
     payload: dict[str, Any]
+
+
+class MaintainerScopeView(_Closed):
+    """``GET /host/whoami``: what the presented maintainer token covers (docs/review.md).
+
+    ``workspaces`` (sorted) for a scoped token; absent when ``tenantWide`` is true.
+    """
+
+    tenantId: str
+    subject: str
+    tenantWide: bool
+    workspaces: list[str] | None = None

@@ -1,1 +1,1 @@
-"""The one-machine embedded service and its command line."""
+"""The one-machine embedded service (moto, listener, pumps, review page); not shipped."""

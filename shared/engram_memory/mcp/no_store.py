@@ -2,8 +2,9 @@
 
 Responses of ``/mcp`` and ``/host`` carry memory content, decrypted held candidates and
 waiting lists, and their refusals are per-token: no browser or shared cache may keep one
-(docs/mcp.md, "Caching"). Only the RFC 9728 metadata, which is public and the same for
-everyone, says otherwise (``public, max-age=3600``), and keeps its own header.
+(docs/mcp.md, "Transport security and metadata"). Only the RFC 9728 metadata, which is
+public and the same for everyone, says otherwise (``public, max-age=3600``), and keeps its
+own header.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Which ranking channels a search uses, and the profile its receipt and cursor name.
 
-Rules (docs/search.md, "Which channels a search uses"):
+Rules (docs/semantic.md, "Which channels a search uses"):
 
 * ``lexical_and_semantic`` needs the semantic channel. None configured in this deployment,
   or configured with a managed (network) embedder that this request may not use →

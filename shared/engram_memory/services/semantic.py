@@ -35,7 +35,7 @@ def query_text(query: str) -> str:
     """What the embedder reads of a query: a question (ending in ``?``) without its
     capitalized words after the first (the names in it); any other query as it is.
 
-    Why (docs/search.md, "The conversational target"): a question about a memory names the
+    Why (docs/decisions/fusion.md, "The conversational target"): a question about a memory names the
     person it is about, who is usually its speaker, and a turn rarely contains its own
     speaker's name. The model's vector of a short question is dominated by the name, so it
     ranks the turns that address that person instead of those that answer. Names still

@@ -48,7 +48,9 @@ def test_an_agent_token_is_forbidden_on_every_host_route(gate_env: GateEnv) -> N
                          # backup and restore (docs/backup.md): host authority only
                          ("GET", "/host/export"), ("POST", "/host/restore"),
                          ("POST", "/host/restore/lines"), ("POST", "/host/restore/commit"),
-                         ("DELETE", "/host/restore")):
+                         ("DELETE", "/host/restore"),
+                         # migration from mem0 (docs/migration-mem0.md)
+                         ("POST", "/host/migrations/mem0")):
         status, body = host_call(method, path, agent, _request_body(),
                                  {"workspace_id": WORKSPACE_ID})
         assert status == 403

@@ -7,15 +7,18 @@ same token works, and a tenant-wide token still covers every workspace.
 
 from __future__ import annotations
 
+import json
 import secrets
 from typing import Any
 
 import jwt
 import pytest
 from engram_memory import bootstrap
+from engram_memory.local.inprocess_invoker import LocalLambdaContext
 
+from functions.host_api.handler import lambda_handler
 from tests.integration.gate.conftest import _HOST_KEY, GateEnv
-from tests.integration.gate.host import host_call, request_confirmation
+from tests.integration.gate.host import host_call, host_event, request_confirmation
 from tests.integration.write_path.support import withdraw_args
 from tests.support.events import PRINCIPAL, WORKSPACE_ID
 from tests.support.host_tokens import key_id
@@ -51,6 +54,9 @@ def _calls(ref: str, workspace: str) -> list[tuple[str, str, Any, dict[str, str]
         ("POST", f"/host/adjudications/{candidate}",
          {"workspace_id": workspace, "decision": "accept"}, None),
         ("GET", "/host/export", None, {"workspace_id": workspace}),
+        ("POST", "/host/migrations/mem0",
+         {"workspace_id": workspace, "purpose_ref": "purpose:mem0-import",
+          "memories": [{"id": "scope-check-1", "memory": "m", "created_at_ms": 1}]}, None),
     ]
 
 
@@ -107,3 +113,47 @@ def test_a_maintainer_token_without_a_scope_claim_is_unauthenticated(gate_env: G
                              query={"workspace_id": WORKSPACE_ID, "state": "pending"})
     assert status == 401
     assert body["error"]["code"] == "UNAUTHENTICATED"
+
+
+# --- GET /host/whoami: what the pasted token covers (the review page shows it) ----------
+
+def _whoami(token: str | None, query: dict[str, str] | None = None,
+            method: str = "GET") -> tuple[int, dict[str, Any], dict[str, str]]:
+    response = lambda_handler(host_event(method, "/host/whoami", token, query=query),
+                              LocalLambdaContext("engram-host-api"))
+    return (int(response["statusCode"]), json.loads(response["body"]),
+            {k.lower(): v for k, v in response["headers"].items()})
+
+
+def test_whoami_names_the_workspaces_a_scoped_token_covers(gate_env: GateEnv) -> None:
+    token = gate_env.maintainer_token(workspaces=["ws-b", WORKSPACE_ID, "ws-a"],
+                                      subject="alice")
+    status, body, headers = _whoami(token)
+    assert status == 200
+    assert body == {"tenantId": gate_env.settings.tenant_id, "subject": "alice",
+                    "tenantWide": False,
+                    "workspaces": sorted(["ws-b", WORKSPACE_ID, "ws-a"])}
+    assert headers["cache-control"] == "no-store"
+
+
+def test_whoami_says_tenant_wide_and_lists_no_workspace(gate_env: GateEnv) -> None:
+    status, body, headers = _whoami(gate_env.maintainer_token(subject="root-reviewer"))
+    assert status == 200
+    assert body == {"tenantId": gate_env.settings.tenant_id, "subject": "root-reviewer",
+                    "tenantWide": True}
+    assert headers["cache-control"] == "no-store"
+
+
+def test_whoami_refuses_as_every_host_route_does(gate_env: GateEnv) -> None:
+    scoped = gate_env.maintainer_token(workspaces=[WORKSPACE_ID])
+    assert _whoami(None)[:2] == (401, {"error": {
+        "code": "UNAUTHENTICATED", "message": "A valid host maintainer token is required."}})
+    assert _whoami("not-a-jwt")[0] == 401
+    assert _whoami(gate_env.maintainer_token(tenant="tenant-b"))[0] == 401
+    # An agent token is authenticated but never maintains, whatever workspace it names.
+    assert _whoami(gate_env.agent_token(WORKSPACE_ID))[:2] == (403, FORBIDDEN)
+    # Closed: no query parameter is read (so none names another workspace), no other method.
+    bad = {"error": {"code": "INVALID_REQUEST", "message": "The request body is invalid."}}
+    assert _whoami(scoped, {"workspace_id": OTHER})[:2] == (400, bad)
+    assert _whoami(scoped, method="POST")[:2] == (404, {"error": {
+        "code": "NOT_FOUND", "message": "No such route."}})

@@ -253,3 +253,67 @@ def test_an_interrupted_restore_is_invisible_then_resumes(
                                 forgotten=[])
     assert report["restored"] == 3
     assert _get(read_path, records[0], TARGET)["ok"]
+
+
+_SINGLE_WRITES = {"PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems"}
+
+
+def test_export_and_restore_stay_inside_the_host_apis_partition_fences(
+    read_path: ReadPath, client: RoutesClient, tmp_path: Path,
+) -> None:
+    # The stack grants the host API these families per kind of call (infra/names.py,
+    # tests/infra/test_least_privilege.py); moto does not evaluate IAM, so this ties the
+    # grants to what export and restore really touch, and shows each family is needed.
+    from engram_memory.domain.context import Scope
+    from engram_memory.domain.instant import format_instant
+
+    from infra.names import (
+        HOST_BACKUP_READ_PARTITIONS,
+        HOST_RESTORE_BATCH_PARTITIONS,
+        HOST_RESTORE_JOURNAL_PARTITIONS,
+    )
+    from tests.support.partitions import families_used, item_partitions
+
+    records = _populate(read_path, 3)
+    read_path.admit("the invoice runbook expires", retention={
+        "derivative_rule": "make-ineligible",
+        "expires_at": format_instant(read_path.clock.now + 3600 * 1000)})
+    read_path.forget(records[0])
+    table = read_path.aws.settings.table_name
+    touched: dict[str, set[str]] = {"read": set(), "batch": set(), "single": set()}
+
+    def record(model: Any, params: dict[str, Any], **_: Any) -> None:
+        kind = ("batch" if model.name == "BatchWriteItem" else
+                "single" if model.name in _SINGLE_WRITES else "read")
+        touched[kind].update(pk for name, pk in item_partitions(model.name, params)
+                             if name == table)
+
+    dynamodb = read_path.aws.dynamodb
+    dynamodb.meta.events.register("before-parameter-build.dynamodb", record,
+                                  unique_id="backup-fence")
+    try:
+        bundle = tmp_path / "w.bundle"
+        export_cli.export(client, WORKSPACE_ID, bundle)  # type: ignore[arg-type]
+        summary = verify_file(str(bundle))
+        # A staged restore rolled back, then a whole one (the source's states read).
+        client.call("POST", "/host/restore", body={
+            "workspace_id": TARGET, "bundle_digest": summary.bundle_digest})
+        lines = [line.decode() for line in bundle.read_bytes().splitlines(keepends=True)]
+        client.call("POST", "/host/restore/lines", body={
+            "workspace_id": TARGET, "bundle_digest": summary.bundle_digest, "offset": 0,
+            "lines": lines[:4]})
+        s = read_path.aws.settings
+        BackupRoutes(DynamoExportReader(dynamodb, s.table_name),
+                     DynamoRestoreWriter(dynamodb, s.table_name),
+                     s.tenant_id, read_path.clock.now_ms).abort(Scope(s.tenant_id, TARGET))
+        import_cli.restore(client, bundle, TARGET, summary,  # type: ignore[arg-type]
+                           forgotten=[])
+    finally:
+        dynamodb.meta.events.unregister("before-parameter-build.dynamodb",
+                                        unique_id="backup-fence")
+    assert families_used(touched["read"], HOST_BACKUP_READ_PARTITIONS) == set(
+        HOST_BACKUP_READ_PARTITIONS)
+    assert families_used(touched["batch"], HOST_RESTORE_BATCH_PARTITIONS) == set(
+        HOST_RESTORE_BATCH_PARTITIONS)
+    assert families_used(touched["single"], HOST_RESTORE_JOURNAL_PARTITIONS) == set(
+        HOST_RESTORE_JOURNAL_PARTITIONS)

@@ -117,9 +117,11 @@ def test_the_answer_names_the_kind_never_the_secret() -> None:
     ids=["prose", "cookies", "names", "run", "schemes", "bearers"],
 )
 def test_a_maximal_component_text_is_screened_quickly(text: str) -> None:
+    # A bound against catastrophic backtracking (seconds to hours), not a speed target:
+    # 1 s was crossed at 1.05 s on a machine at load 8.
     start = time.perf_counter()
     find_secret(text)
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 3.0
 
 
 def test_capture_texts_covers_every_free_form_string() -> None:

@@ -1,6 +1,6 @@
 """``HostClient``: the host-only routes (``/host/...``) of a tenant, with a maintainer token.
 
-Confirmations (docs/confirmation.md), held candidates (docs/adjudication.md) and the
+Confirmations (docs/confirmation.md), held candidates (docs/confirmation.md, "Adjudication") and the
 export / staged restore of a workspace (docs/backup.md). Each method is one request; an
 error status raises ``HostRouteError`` with the route's constant body.
 """

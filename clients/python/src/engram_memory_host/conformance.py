@@ -2,7 +2,9 @@
 
 The kit's tests check that ``check_agent_claims`` / ``check_maintainer_claims`` refuse each
 with its rule; the service's tests sign each with ``sign_claims`` (no check) and check the
-service refuses it too. A host can run the same matrix against its own deployment.
+service refuses it too. The TypeScript kit's e2e test hands both matrices to its
+``checkAgentClaims`` / ``checkMaintainerClaims`` and ``signClaims`` as JSON: every value here
+survives a JSON round trip unchanged. A host can run the same matrix against its own deployment.
 """
 
 from __future__ import annotations
@@ -49,7 +51,9 @@ def agent_violations(**deployment: Any) -> dict[str, tuple[dict[str, Any], str]]
     cases: dict[str, tuple[dict[str, Any], str]] = {
         "lifetime over 300 s": ({**ok, "exp": iat + 301}, "lifetime"),
         "exp before iat": ({**ok, "exp": iat - 1}, "lifetime"),
-        "exp not an integer": ({**ok, "exp": float(iat + 60)}, "times"),
+        # A fraction, not ``float(iat + 60)``: JSON readers without a float type (JavaScript's)
+        # would read ``…60.0`` back as an integer, and the TypeScript kit runs this matrix too.
+        "exp not an integer": ({**ok, "exp": iat + 60.5}, "times"),
         "no nbf": (_without(ok, "nbf"), "times"),
         "no jti": (_without(ok, "jti"), "jti"),
         "workspace with #": ({**ok, "workspace": ok["workspace"] + "#x"}, "no-hash"),

@@ -3,7 +3,7 @@
 The model folder holds ``model.onnx``, ``tokenizer.json`` and ``MANIFEST.json`` (model id,
 dimension, token limit, pooling, and the sha256 of both files). Files are never fetched:
 the Lambda layer carries them and the local service finds them in the repository's
-``models/`` (docs/search.md, "The model"). The sha256 of every file is checked once, when
+``models/`` (docs/semantic.md, "The model"). The sha256 of every file is checked once, when
 ``infra/package.py`` builds the layer (which Lambda then serves immutable); a load only
 compares each file's size with the manifest, so a truncated or replaced model still fails
 loudly (a same-size corrupt graph fails onnxruntime's parse) without hashing 23 MB on
@@ -35,7 +35,8 @@ MANIFEST = "MANIFEST.json"
 MAX_BATCH = 32  # texts per model call
 MAX_BATCH_TOKENS = 2048  # padded tokens per model call (texts x longest): long texts go in
 # smaller calls, since attention grows with the square of the length and a large padded
-# batch of ~256-token texts ran slower than the same texts one at a time (docs/search.md)
+# batch of ~256-token texts ran slower than the same texts one at a time
+# (docs/decisions/batch-embedding.md)
 
 
 @dataclass(frozen=True, slots=True)

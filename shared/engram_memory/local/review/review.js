@@ -2,7 +2,9 @@
 // Rules a host copying it must keep:
 //  - the maintainer token lives in this closure only: never in storage, a cookie or a URL;
 //  - every value from the API is rendered with textContent, never parsed as HTML;
-//  - the page loads nothing but itself (the Content-Security-Policy forbids the rest).
+//  - the page loads nothing but itself (the Content-Security-Policy forbids the rest);
+//  - it lists and acts only on the workspaces the token covers (GET /host/whoami): the
+//    server refuses the others anyway, the page just never offers them.
 "use strict";
 
 (() => {
@@ -12,6 +14,7 @@
 
   let token = null;             // the maintainer token, in memory only
   let workspace = "";
+  let coverage = null;          // what the token covers (GET /host/whoami), or null
   let refreshTimer = null;
   const outcomes = new Map();   // item key -> last decision outcome text (survives refresh)
   const contents = new Map();   // candidate key -> payload read on request (memory only)
@@ -57,6 +60,59 @@
       if (!cursor) break;
     }
     return items;
+  }
+
+  function covers(id) {
+    return coverage !== null && (coverage.tenantWide || coverage.workspaces.includes(id));
+  }
+
+  // The token's scope as the service reads it (never decoded here: the page trusts only
+  // what the server verified). Shown, and it decides which workspaces can be chosen.
+  async function learnCoverage() {
+    const result = await call("GET", "/whoami");
+    if (result.status !== 200) throw new Error(errorText(result));
+    const found = result.payload;
+    coverage = {
+      tenantId: String(found.tenantId),
+      tenantWide: found.tenantWide === true,
+      workspaces: Array.isArray(found.workspaces) ? found.workspaces.map(String) : [],
+    };
+    showCoverage();
+  }
+
+  function showCoverage() {
+    const line = $("coverage");
+    const choice = $("workspace-choice");
+    const scoped = coverage !== null && !coverage.tenantWide;
+    line.hidden = coverage === null;
+    $("workspace-typed").hidden = scoped;
+    $("workspace").disabled = scoped;
+    $("workspace-listed").hidden = !scoped;
+    if (coverage === null) {
+      line.textContent = "";
+      choice.replaceChildren();
+    } else if (!scoped) {
+      line.textContent = "This token is tenant-wide: it covers every workspace of tenant " +
+        coverage.tenantId + ".";
+      choice.replaceChildren();
+    } else {
+      const ids = coverage.workspaces;
+      line.textContent = "This token covers " +
+        (ids.length === 1 ? "workspace " : ids.length + " workspaces: ") + ids.join(", ") +
+        " (tenant " + coverage.tenantId + ") and no other.";
+      choice.replaceChildren(...ids.map((id) => {
+        const option = el("option", "", id);
+        option.value = id;
+        return option;
+      }));
+      const typed = $("workspace").value.trim();
+      choice.value = ids.includes(typed) ? typed : ids[0];
+    }
+  }
+
+  function chosenWorkspace() {
+    if (coverage === null) return "";
+    return coverage.tenantWide ? $("workspace").value.trim() : $("workspace-choice").value;
   }
 
   function el(tag, className, text) {
@@ -120,6 +176,7 @@
 
   function renderConfirmation(c) {
     const key = "conf:" + c.elicitationRef;
+    const where = workspace;      // the item's workspace, whatever is chosen later
     const item = el("li", "item");
     item.dataset.ref = c.elicitationRef;
     item.dataset.expiresAtMs = String(c.expiresAtMs);
@@ -137,7 +194,7 @@
       async (decision) => {
         const result = await call("POST",
           "/confirmations/" + encodeURIComponent(c.elicitationRef) + "/decision",
-          { workspace_id: workspace, decision, approver: $("approver").value });
+          { workspace_id: where, decision, approver: $("approver").value });
         const text = result.status === 200
           ? "Decision recorded: " + result.payload.state + " — give the agent reference " +
             c.elicitationRef
@@ -170,6 +227,7 @@
 
   function renderCandidate(c) {
     const key = "cand:" + c.candidateId;
+    const where = workspace;
     const item = el("li", "item");
     item.dataset.candidate = c.candidateId;
     item.append(el("div", "title", "candidate " + c.candidateId));
@@ -185,7 +243,7 @@
     show.addEventListener("click", async () => {
       show.disabled = true;
       const result = await call("GET", "/adjudications/" + encodeURIComponent(c.candidateId) +
-        "?" + new URLSearchParams({ workspace_id: workspace }).toString());
+        "?" + new URLSearchParams({ workspace_id: where }).toString());
       if (result.status !== 200) {
         content.replaceChildren(el("p", "outcome", "Could not read: " + errorText(result)));
         show.disabled = false;
@@ -200,7 +258,7 @@
     decisionButtons(item, [["Accept", "accept", "approve"], ["Reject", "reject", "reject"]],
       async (decision) => {
         const result = await call("POST", "/adjudications/" + encodeURIComponent(c.candidateId),
-          { workspace_id: workspace, decision, approver: $("approver").value });
+          { workspace_id: where, decision, approver: $("approver").value });
         const text = result.status === 200
           ? "Decided: " + result.payload.outcome.status
           : "Not decided: " + errorText(result);
@@ -220,6 +278,12 @@
 
   async function refresh() {
     if (token === null) return;
+    if (!covers(workspace)) {
+      $("confirmations").replaceChildren();
+      $("adjudications").replaceChildren();
+      setStatus("This token does not cover workspace " + workspace + ".", true);
+      return;
+    }
     try {
       const [pending, held] = await Promise.all([
         listAll("/confirmations", { workspace_id: workspace, state: "pending" }),
@@ -239,6 +303,8 @@
 
   function forgetToken() {
     token = null;
+    coverage = null;
+    showCoverage();
     contents.clear();
     clearInterval(refreshTimer);
     refreshTimer = null;
@@ -252,9 +318,26 @@
     $("connect").addEventListener("submit", async (event) => {
       event.preventDefault();
       const pasted = $("token").value.trim();
-      if (pasted) token = pasted;
       $("token").value = "";          // the field does not keep it either
-      workspace = $("workspace").value.trim();
+      if (pasted) {
+        token = pasted;
+        coverage = null;
+        contents.clear();
+        try {
+          await learnCoverage();
+        } catch (error) {
+          token = null;
+          clearInterval(refreshTimer);
+          refreshTimer = null;
+          showCoverage();
+          $("forget-token").disabled = true;
+          $("confirmations").replaceChildren();
+          $("adjudications").replaceChildren();
+          setStatus("Could not read what the token covers: " + error.message, true);
+          return;
+        }
+      }
+      workspace = chosenWorkspace();
       if (token === null || !workspace) return;
       $("forget-token").disabled = false;
       clearInterval(refreshTimer);
@@ -262,6 +345,11 @@
       await refresh();
     });
     $("forget-token").addEventListener("click", forgetToken);
+    $("workspace-choice").addEventListener("change", async () => {
+      if (token === null) return;
+      workspace = chosenWorkspace();
+      await refresh();
+    });
     setInterval(tick, 1000);
   });
 })();

@@ -2,7 +2,7 @@
 
 Adapters raise :class:`SemanticChannelError` for every failure of the channel (model
 missing or corrupt, index unreachable, throttled, timed out); the services decide what
-that means for the call (docs/search.md, "Semantic channel").
+that means for the call (docs/semantic.md).
 """
 
 from __future__ import annotations
