@@ -73,7 +73,7 @@ def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     budget = SweepBudget(max_records=MAX_RECORDS_PER_RUN, page_size=PAGE_SIZE,
                          remaining_ms=remaining_ms, reserve_ms=RESERVE_MS)
     try:
-        # The reserve also bounds a lost commit's retries (services/commit_retry.py): a
+        # The reserve also bounds a lost commit's retries (services/pipeline.py): a
         # record started just before the reserve must not retry into the timeout.
         with invocation_time.bound((remaining_ms() - RESERVE_MS) / 1000):
             report = expiry.service().sweep(scopes, budget)

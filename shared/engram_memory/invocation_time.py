@@ -5,7 +5,7 @@ The runtime binds it: the Lambda's own end around the whole handler
 host's deadline (``deadline_ms`` of the verified context) around a tool's use case
 (``runtime.run_tool``). A use case reads it through its ``time_left``
 port (``bootstrap.common``): a lost commit retries only while it leaves time to answer
-(``services/commit_retry.py``). Kept on a monotonic clock, per thread of control (a
+(``services/pipeline.py``, ``Backoff``). Kept on a monotonic clock, per thread of control (a
 ``ContextVar``: the local service runs many invocations at once in one process, and a
 background call copies its caller's context).
 """

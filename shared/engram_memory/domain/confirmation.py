@@ -22,6 +22,12 @@ RETENTION_AFTER_END_S = 24 * 3600
 REF_RE = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
 
 
+def readable_ref(ref: str | None) -> str | None:
+    """The reference worth reading an approval for: None when there is none, or when it is
+    one no approval can have (malformed)."""
+    return ref if ref is not None and REF_RE.fullmatch(ref) is not None else None
+
+
 class ConfirmationState(StrEnum):
     """Lifecycle of one confirmation item."""
 

@@ -1,6 +1,6 @@
 """What one admission decision commits: the journal event, the candidate's move (and
 shred), the accepted record, and the tool value — built on a journal head, so a moved head
-only rebuilds this (services/mutation.py, ``commit_fenced``).
+only rebuilds this (services/pipeline.py, ``commit_fenced``).
 """
 
 from __future__ import annotations

@@ -25,8 +25,14 @@ from engram_memory.domain.journal import Actor, JournalHead, build_event
 from engram_memory.domain.lifecycle import TRANSITIONS, Operation, State
 from engram_memory.domain.principals import SWEEPER_PRINCIPAL
 from engram_memory.domain.records import RETAIN
-from engram_memory.services.commit_retry import TimeLeft, no_deadline
-from engram_memory.services.mutation import Sleep, commit_fenced, stored_result, with_rereads
+from engram_memory.services.pipeline import (
+    Sleep,
+    TimeLeft,
+    commit_fenced,
+    no_deadline,
+    stored_result,
+    with_rereads,
+)
 from engram_memory.services.ports.write import (
     Clock,
     DueExpiry,

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 from engram_memory.domain.errors import RestoreRefused
 from engram_memory.domain.journal import Actor, build_event
 from engram_memory.domain.lifecycle import Operation, State
-from engram_memory.services.mutation import Sleep, commit_fenced
+from engram_memory.services.pipeline import Sleep, commit_fenced
 from engram_memory.services.ports.write import (
     Change,
     LedgerEntry,

@@ -19,8 +19,14 @@ from engram_memory.domain.errors import DigestConflict, FenceLost
 from engram_memory.domain.journal import JournalHead
 from engram_memory.local.inprocess_invoker import LocalLambdaContext
 from engram_memory.runtime import ToolBinding, lambda_entry, run_tool
-from engram_memory.services.commit_retry import HEAD_POLICY, REREAD_POLICY, Backoff, RetryPolicy
-from engram_memory.services.mutation import commit_fenced, with_rereads
+from engram_memory.services.pipeline import (
+    HEAD_POLICY,
+    REREAD_POLICY,
+    Backoff,
+    RetryPolicy,
+    commit_fenced,
+    with_rereads,
+)
 from engram_memory.services.ports.write import CommitConflict, ConflictKind
 
 from tests.fixtures.contract_fixtures import valid_capture_args

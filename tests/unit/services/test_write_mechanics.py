@@ -18,8 +18,7 @@ from engram_memory.domain.errors import (
     StoreUnavailable,
 )
 from engram_memory.domain.journal import JournalHead
-from engram_memory.services.commit_retry import HEAD_POLICY
-from engram_memory.services.mutation import commit_fenced, stored_result
+from engram_memory.services.pipeline import HEAD_POLICY, commit_fenced, stored_result
 from engram_memory.services.ports.write import CommitConflict, ConflictKind, IdempotencyEntry
 
 SCOPE = Scope("tenant-a", "ws-main")
