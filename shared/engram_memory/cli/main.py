@@ -19,12 +19,9 @@ _DESCRIPTION = (__doc__ or "").split("\n\n", 1)[0].replace("``", "")
 
 COMMANDS = ("serve", "token", "confirm", "export", "verify", "import_", "reindex",
             "reapply_forgets", "smoke")
-"""The command modules under ``engram_memory.cli``, in the order ``--help`` lists them."""
-
-
-def command_name(module_name: str) -> str:
-    """The command a module registers: its name with ``-`` for ``_`` (``import_`` → ``import``)."""
-    return module_name.rstrip("_").replace("_", "-")
+"""The command modules under ``engram_memory.cli``, in the order ``--help`` lists them: each
+registers the command it is named after (``-`` for ``_``, no trailing ``_``: ``import_`` is
+``import``)."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -19,6 +19,11 @@ HEAVY = ("moto", "mcp", "boto3", "botocore", "pydantic", "engram_memory_host",
 """What a command loads only when it runs: the embedded service, AWS, the host kit, MCP."""
 
 
+def command_name(module_name: str) -> str:
+    """The command a module is named after: ``-`` for ``_``, no trailing ``_``."""
+    return module_name.rstrip("_").replace("_", "-")
+
+
 def _command_helps() -> dict[str, str]:
     parser = main.build_parser()
     subparsers = next(a for a in parser._actions if a.dest == "command")
@@ -34,7 +39,7 @@ def test_help_lists_every_command_once_with_its_help_on_one_line(
     assert exited.value.code == 0
     listed = capsys.readouterr().out.split("COMMAND", 2)[-1].splitlines()
     helps = _command_helps()
-    assert list(helps) == [main.command_name(name) for name in main.COMMANDS]
+    assert list(helps) == [command_name(name) for name in main.COMMANDS]
     for name, text in helps.items():
         assert len(text) > 10, f"{name} has no help line"
         assert len([row for row in listed if row.split()[:1] == [name]]) == 1, name
@@ -47,8 +52,6 @@ def test_each_command_module_is_named_after_its_command() -> None:
                    if any(isinstance(node, ast.FunctionDef) and node.name == "register"
                           for node in ast.parse(path.read_text(encoding="utf-8")).body)}
     assert registering == set(main.COMMANDS)
-    assert main.command_name("import_") == "import"
-    assert main.command_name("reapply_forgets") == "reapply-forgets"
 
 
 @pytest.mark.parametrize("name", main.COMMANDS)
@@ -56,8 +59,8 @@ def test_each_command_module_registers_its_runner(name: str) -> None:
     module = importlib.import_module(f"engram_memory.cli.{name}")
     parser = main.build_parser()
     subparsers = next(a for a in parser._actions if a.dest == "command")
-    assert main.command_name(name) in subparsers.choices
-    assert subparsers.choices[main.command_name(name)].get_default("func") is module.run
+    assert command_name(name) in subparsers.choices
+    assert subparsers.choices[command_name(name)].get_default("func") is module.run
 
 
 def _top_level_imports(tree: ast.Module) -> list[str]:
