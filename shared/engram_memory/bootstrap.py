@@ -68,15 +68,8 @@ def override(**ports: Any) -> None:
 
 def provide(**factories: Any) -> None:
     """Register adapter factories by seam name (``adjudication_invoker``, ``vector_index``,
-    ``in_process_projector``)."""
+    ``in_process_projector``); a factory of None withdraws that seam's."""
     _provided.update(factories)
-    _clear()
-
-
-def withdraw_provided(*names: str) -> None:
-    """Forget provided adapter factories (all of them without names)."""
-    for name in names or tuple(_provided):
-        _provided.pop(name, None)
     _clear()
 
 

@@ -42,7 +42,6 @@ import boto3
 
 from engram_memory import bootstrap
 from engram_memory.adapters.aws_errors import AWS_FAILURES
-from engram_memory.domain.context import Scope
 from engram_memory.services.projection import (
     EVENT_PREFIX,
     JOURNAL_PREFIX,
@@ -72,31 +71,6 @@ def _scan_filter(table: str) -> dict[str, Any]:
     }
 
 
-def projection_triggers(client: Any, table: str, *, workspace: str | None = None
-                        ) -> Iterator[tuple[str, str]]:
-    """``(pk, sk)`` of every record item, then of each workspace's latest journal event.
-
-    Keys only. The record keys reindex (or remove) every record from canonical state; the
-    last event of each workspace then brings its watermark to the journal head, so search
-    has no journal tail left to merge.
-    """
-    kwargs = _scan_filter(table)
-    latest: dict[Scope, tuple[int, str, str]] = {}
-    for page in client.get_paginator("scan").paginate(**kwargs):
-        for item in page.get("Items", []):
-            pk, sk = item["pk"]["S"], item["sk"]["S"]
-            record, event = record_key(pk, sk), event_key(pk, sk)
-            scope = record.scope if record else event.scope if event else None
-            if scope is None or (workspace is not None and scope.workspace_id != workspace):
-                continue
-            if record is not None:
-                yield pk, sk
-            elif event is not None and event.cursor > latest.get(scope, (-1, "", ""))[0]:
-                latest[scope] = (event.cursor, pk, sk)
-    for _, pk, sk in latest.values():
-        yield pk, sk
-
-
 def stream_events(keys: Iterable[tuple[str, str]], batch_size: int = BATCH_SIZE
                   ) -> Iterator[dict[str, Any]]:
     """Projector events: stream-shaped records carrying only the keys."""
@@ -114,15 +88,6 @@ def stream_events(keys: Iterable[tuple[str, str]], batch_size: int = BATCH_SIZE
             batch = []
     if batch:
         yield {"Records": batch}
-
-
-def reproject(keys: Iterable[tuple[str, str]], projector: Projector) -> tuple[int, int]:
-    """Feed every key to the projector; ``(records sent, records it reported failed)``."""
-    sent = failed = 0
-    for event in stream_events(keys):
-        sent += len(event["Records"])
-        failed += len(projector(event).get("batchItemFailures", []))
-    return sent, failed
 
 
 class BatchFailed(Exception):

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 from engram_memory import bootstrap
+from engram_memory.local import adapters
 from engram_memory.local.moto_server import MotoService, start_moto
 
 from tests.rehearsal.harness import Rehearsal, rehearse
@@ -27,8 +28,8 @@ def synthesized(tmp_path_factory: pytest.TempPathFactory) -> SynthesizedStack:
 def moto_server() -> Iterator[MotoService]:
     """One in-process moto server (Step Functions executing) for the session."""
     saved = dict(os.environ)
-    # The template's wiring, not local mode's: no adapter provided by local mode.
-    bootstrap.withdraw_provided()
+    # The template's wiring, not local mode's: withdraw every adapter local mode provided.
+    bootstrap.provide(**dict.fromkeys(adapters.PROVIDED))
     service = start_moto()
     yield service
     service.stop()

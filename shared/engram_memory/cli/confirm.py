@@ -15,10 +15,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from engram_memory_host import mint_maintainer_token
-
-from engram_memory import service_home
-
 DEFAULT_WORKSPACE = "default"
 _TIMEOUT_S = 30
 
@@ -34,6 +30,10 @@ def _read_arguments(value: str) -> dict[str, Any]:
 
 def _service(data_dir: Path | None) -> tuple[str, str]:
     """(base URL of the running service, maintainer token)."""
+    from engram_memory_host import mint_maintainer_token
+
+    from engram_memory import service_home
+
     home = service_home.home_dir(data_dir)
     identity = service_home.read_identity(home)
     if identity is None or not identity.endpoint:

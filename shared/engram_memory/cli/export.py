@@ -10,7 +10,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from engram_memory.backup.bundle import BundleWriter
 from engram_memory.cli.host_client import HostCallFailed, HostClient, progress_bar, token_from
 
 PAGE_LIMIT = 500
@@ -45,6 +44,8 @@ def pages(client: HostClient, workspace: str, part: str, *, at: int | None = Non
 
 def export(client: HostClient, workspace: str, out: Path) -> tuple[str, dict[str, int]]:
     """Write the bundle to ``out`` (through a temporary file); its digest and counts."""
+    from engram_memory.backup.bundle import BundleWriter
+
     partial = out.with_name(out.name + ".partial")
     counts = {"records": 0, "tombstones": 0, "journal": 0}
     bar = progress_bar(None, "export")

@@ -8,11 +8,13 @@ import importlib
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engram_memory.backup.bundle import BundleProblem, BundleSummary, read_lines, verify_file
 from engram_memory.cli.export import pages
 from engram_memory.cli.host_client import HostCallFailed, HostClient, progress_bar, token_from
+
+if TYPE_CHECKING:
+    from engram_memory.backup.bundle import BundleSummary
 
 BATCH_BYTES = 2 * 1024 * 1024
 """Bundle bytes per upload request (the host routes take at most 4 MiB of JSON)."""
@@ -57,6 +59,8 @@ def forgotten_since(client: HostClient, summary: BundleSummary) -> list[str]:
 
 def _batches(path: Path, skip: int) -> Iterator[list[str]]:
     """The bundle's lines from line ``skip`` on, in batches of bounded size."""
+    from engram_memory.backup.bundle import read_lines
+
     with path.open("rb") as stream:
         batch: list[str] = []
         size = 0
@@ -105,6 +109,8 @@ def restore(client: HostClient, path: Path, workspace: str, summary: BundleSumma
 
 def run_bundle(args: argparse.Namespace) -> int:
     """Verify locally, ask the source what it forgot since, restore; print the report."""
+    from engram_memory.backup.bundle import BundleProblem, verify_file
+
     token = token_from(args.token)
     if not token:
         print("import: a maintainer token is required (--token or ENGRAM_MAINTAINER_TOKEN)",

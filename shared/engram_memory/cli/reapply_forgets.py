@@ -15,16 +15,6 @@ import sys
 import time
 from datetime import datetime
 
-import boto3
-
-from engram_memory import env_names
-from engram_memory.adapters.clock import SystemClock
-from engram_memory.adapters.dynamodb.forget_ledger import DynamoForgetLedger
-from engram_memory.adapters.dynamodb.store import DynamoMemoryStore
-from engram_memory.domain.errors import EngramError
-from engram_memory.services.reapply_forgets import ReapplyForgets
-from engram_memory.settings import region_of
-
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``reapply-forgets`` subcommand."""
@@ -54,6 +44,16 @@ def _instant_ms(text: str) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Reapply, print the counts (ids only), then re-project when asked."""
+    import boto3
+
+    from engram_memory import env_names
+    from engram_memory.adapters.clock import SystemClock
+    from engram_memory.adapters.dynamodb.forget_ledger import DynamoForgetLedger
+    from engram_memory.adapters.dynamodb.store import DynamoMemoryStore
+    from engram_memory.domain.errors import EngramError
+    from engram_memory.services.reapply_forgets import ReapplyForgets
+    from engram_memory.settings import region_of
+
     region = region_of(os.environ)
     endpoint = os.environ.get(env_names.AWS_ENDPOINT_URL) or None
     client = boto3.client("dynamodb", region_name=region, endpoint_url=endpoint)

@@ -7,8 +7,9 @@ import argparse
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``reindex``."""
-    reindex = sub.add_parser(
-        "reindex", help="rebuild the search projection of deployed tables (docs/search.md)")
+    reindex = sub.add_parser("reindex", help="rebuild the search projection of deployed tables",
+                             description="Rebuild the search projection of deployed tables "
+                                         "(docs/search.md).")
     reindex.add_argument("--drop-stale", action="store_true",
                          help="then delete the projection items of other generations")
     reindex.set_defaults(func=run)

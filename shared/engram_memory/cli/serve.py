@@ -6,9 +6,6 @@ import argparse
 import contextlib
 from pathlib import Path
 
-from engram_memory_host import DEFAULT_TTL_S, mint_maintainer_token
-
-from engram_memory import service_home
 from engram_memory.cli._common import csv
 
 BANNER = """\
@@ -49,6 +46,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Start the service in the foreground until Ctrl-C."""
+    from engram_memory_host import DEFAULT_TTL_S, mint_maintainer_token
+
+    from engram_memory import service_home
     from engram_memory.local.review_page import review_url
     from engram_memory.local.service import LocalConfig, serve_forever, start_service
 

@@ -6,8 +6,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from engram_memory.backup.bundle import BundleProblem, verify_file
-
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``verify`` subcommand."""
@@ -18,6 +16,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Exit 0 with the counts; 1 and ``BACKUP_INVALID: <what failed>`` otherwise."""
+    from engram_memory.backup.bundle import BundleProblem, verify_file
+
     try:
         summary = verify_file(str(args.file))
     except BundleProblem as problem:

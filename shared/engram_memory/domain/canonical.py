@@ -84,10 +84,3 @@ def format_cursor(position: int) -> str:
     if position < 0:
         raise ValueError("cursor position must be >= 0")
     return str(position)
-
-
-def parse_cursor(cursor: str) -> int:
-    """Inverse of :func:`format_cursor`; only canonical decimals are accepted."""
-    if not cursor.isascii() or not cursor.isdigit() or (len(cursor) > 1 and cursor[0] == "0"):
-        raise ValueError("not a canonical cursor")
-    return int(cursor)

@@ -22,21 +22,18 @@ from engram_memory.domain.ranking import (
     DEFAULT_CONFIG,
     FIELDS,
     IMPACT_VERSION,
-    FieldDocument,
     RankingConfig,
     ScoredRecord,
-    build_index,
     score_postings,
 )
-from engram_memory.domain.tokenizer import query_terms
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Mapping
 
     from engram_memory.domain.ranking import AnalyzedDocument, CorpusStats, Posting
 
 __all__ = ["IMPACT_VERSION", "REFERENCE_LENGTHS", "impact", "impact_code", "posting_codes",
-           "rank_top_k", "record_of", "score_top_k", "sort_key", "top_postings"]
+           "record_of", "score_top_k", "sort_key", "top_postings"]
 
 # Changing the reference lengths or the encoding changes every key: bump IMPACT_VERSION
 # (ranking.py) and reindex.
@@ -96,16 +93,10 @@ def top_postings(postings: Sequence[Posting], limit: int) -> list[Posting]:
 
 def score_top_k(terms: Sequence[str], postings: Mapping[str, Sequence[Posting]],
                 stats: CorpusStats, config: RankingConfig = DEFAULT_CONFIG) -> list[ScoredRecord]:
-    """Score as search does over the projection: each term's best postings within the
-    per-search budget (``postings_for``), exact df."""
+    """The bounded search's first stage: each term's best postings within the per-search
+    budget (``postings_for``), exact df; search then completes the scores of the best
+    ``completion_cap`` candidates (domain/completion.py)."""
     k = config.postings_for(len(terms))
     selected = {t: top_postings(postings.get(t, []), k) for t in terms}
     dfs = {t: len(postings.get(t, [])) for t in terms}
     return score_postings(terms, selected, stats, config, dfs)
-
-
-def rank_top_k(query: str, documents: Iterable[FieldDocument],
-               config: RankingConfig = DEFAULT_CONFIG) -> list[ScoredRecord]:
-    """Rank in memory as search does over the projection (``score_top_k`` of a new index)."""
-    postings, stats = build_index(documents)
-    return score_top_k(query_terms(query), postings, stats, config)

@@ -101,8 +101,3 @@ def transition(state: State, operation: Operation) -> State:
     if target is None:
         raise IllegalTransition
     return target
-
-
-def allowed_operations(state: State) -> frozenset[Operation]:
-    """The operations that may start from ``state``."""
-    return frozenset(op for (origin, op) in TRANSITIONS if origin is state)

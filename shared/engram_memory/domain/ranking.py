@@ -13,7 +13,8 @@ frequencies and the document's field lengths, per scope N and the sum of each fi
 lengths, per term its df (a counter kept with the postings). Search scores exactly the
 candidates of each term's best ``postings_per_term`` postings (domain/impact.py), the best
 ``completion_cap`` of them with every query term (domain/completion.py).
-Ties: score desc, then record_id asc.
+Ties: score desc, then record_id asc. :func:`rank_documents` is the exhaustive reference
+over an in-memory document set that the bounded search is compared against.
 """
 
 from __future__ import annotations
@@ -235,6 +236,12 @@ def rank_documents(
     documents: Iterable[FieldDocument],
     config: RankingConfig = DEFAULT_CONFIG,
 ) -> list[ScoredRecord]:
-    """Rank an in-memory document set for ``query`` (same scoring as over the projection)."""
+    """The reference ranking: exhaustive BM25F of an in-memory document set for ``query``.
+
+    Every posting of every query term is scored, with the set's own N, df and average
+    lengths. Search over the projection is bounded (each term's best postings,
+    ``impact.score_top_k``, then ``completion``) and is tested against this: equal when the
+    budget covers every posting, the same score for each candidate it reads otherwise.
+    """
     postings, stats = build_index(documents)
     return score_postings(query_terms(query), postings, stats, config)

@@ -11,15 +11,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from importlib import resources
-from pathlib import Path
 
 ASL_FILE = "confirmation_gate.asl.json"
 SUBSTITUTIONS = ("TableName", "QueueUrl")
-
-
-def asl_path() -> Path:
-    """Filesystem path of the ASL file (CDK's ``DefinitionBody.from_file``)."""
-    return Path(str(resources.files(__package__).joinpath(ASL_FILE)))
 
 
 def raw_definition() -> str:

@@ -54,7 +54,14 @@ def in_process_projector() -> Callable[[dict[str, Any]], dict[str, Any]]:
     return call
 
 
+PROVIDED: dict[str, Callable[..., Any]] = {
+    "adjudication_invoker": adjudication_invoker,
+    "vector_index": vector_index,
+    "in_process_projector": in_process_projector,
+}
+"""Local mode's adapter factory of each seam, by seam name."""
+
+
 def install() -> None:
     """Provide local mode's adapters to every composition root of this process."""
-    bootstrap.provide(adjudication_invoker=adjudication_invoker, vector_index=vector_index,
-                      in_process_projector=in_process_projector)
+    bootstrap.provide(**PROVIDED)

@@ -10,21 +10,31 @@ from engram_memory import bootstrap
 from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore
 from engram_memory.composition import search as composition_search
 from engram_memory.domain.context import Scope
-from engram_memory.domain.impact import rank_top_k
+from engram_memory.domain.impact import score_top_k
 from engram_memory.domain.ranking import (
     AnalyzedDocument,
     FieldDocument,
     RankingConfig,
+    ScoredRecord,
     analyze,
+    build_index,
     rank_documents,
 )
 from engram_memory.domain.search_fields import record_document
+from engram_memory.domain.tokenizer import query_terms
 
 from tests.integration.read_path.conftest import ReadPath, ids
 from tests.integration.read_path.test_projector import _projector, _stream_records
 
 # Record n says "quokka" n times in its primary text: impact rises with n.
 TEXTS = [("quokka " * n) + f"filler{n} " * (8 - n) for n in range(1, 8)]
+
+
+def _budget_only(query: str, docs: list[FieldDocument],
+                 config: RankingConfig) -> list[ScoredRecord]:
+    """Each term's best postings within the budget, scored over an index of ``docs``."""
+    postings, stats = build_index(docs)
+    return score_top_k(query_terms(query), postings, stats, config)
 
 
 def _projection_items(read_path: ReadPath) -> list[dict[str, Any]]:
@@ -82,7 +92,7 @@ def test_bounded_scores_equal_bm25f_over_the_whole_scope(read_path: ReadPath) ->
     _bounded(read_path, 3)
     packets = read_path.search("quokka", limit=10)["output"]["value"]["records"]
     exhaustive = {hit.record_id: hit.score for hit in rank_documents("quokka", docs)}
-    expected = rank_top_k("quokka", docs, RankingConfig(postings_per_term=3))
+    expected = _budget_only("quokka", docs, RankingConfig(postings_per_term=3))
     assert [(p["record"]["record_id"], p["score"]) for p in packets] == [
         (hit.record_id, exhaustive[hit.record_id]) for hit in expected]
 
@@ -183,7 +193,7 @@ def test_a_record_found_through_one_term_is_ranked_by_its_exact_score(
     config = _completion_config(monkeypatch, read_path, cap=200)
     docs = [FieldDocument(rid, read_path_fields(read_path, rid)) for rid in record_ids]
     exhaustive = rank_documents("alpha beta", docs)
-    budget_only = rank_top_k("alpha beta", docs, config)
+    budget_only = _budget_only("alpha beta", docs, config)
     # The setting: exhaustive BM25F ranks the target first; the budget's postings alone do not.
     assert exhaustive[0].record_id == target
     assert budget_only[0].record_id != target
@@ -206,7 +216,7 @@ def test_completion_reads_at_most_its_cap_of_records_and_the_rest_keep_partial_s
     target = record_ids[1]
     config = _completion_config(monkeypatch, read_path, cap=1)
     docs = [FieldDocument(rid, read_path_fields(read_path, rid)) for rid in record_ids]
-    budget_only = rank_top_k("alpha beta", docs, config)
+    budget_only = _budget_only("alpha beta", docs, config)
     keys = _record_keys_read(read_path)
 
     packets = read_path.search("alpha beta", limit=1)["output"]["value"]["records"]

@@ -13,9 +13,7 @@ from engram_memory.reproject import (
     Checkpoint,
     in_process_projector,
     main,
-    projection_triggers,
     rebuild,
-    reproject,
 )
 
 from tests.integration.read_path.conftest import ReadPath, ids
@@ -43,6 +41,21 @@ def _watermark_and_head(read_path: ReadPath) -> tuple[int, int]:
     return int(stats["wm"]["N"]) if "wm" in stats else 0, cursor
 
 
+def _rebuild_recording(read_path: ReadPath, workspace: str | None,
+                       ) -> tuple[list[str], Checkpoint]:
+    """Rebuild through the in-process projector; the sort keys sent, in order, and the counts."""
+    projector = in_process_projector()
+    sent: list[dict[str, Any]] = []
+
+    def recording(event: dict[str, Any]) -> dict[str, Any]:
+        sent.append(event)
+        return projector(event)
+
+    done = rebuild(read_path.aws.dynamodb, Checkpoint(read_path.aws.settings.table_name,
+                                                       workspace), recording, save=lambda _: None)
+    return _records_of(sent), done
+
+
 def test_a_lost_projection_is_rebuilt_from_canonical_state(read_path: ReadPath) -> None:
     kept = read_path.admit("the quokka survey of rottnest island")
     forgotten = read_path.admit("a quokka census that must be forgotten")
@@ -54,24 +67,22 @@ def test_a_lost_projection_is_rebuilt_from_canonical_state(read_path: ReadPath) 
     watermark, head = _watermark_and_head(read_path)
     assert (watermark, head > 0) == (0, True)
 
-    keys = list(projection_triggers(read_path.aws.dynamodb, read_path.aws.settings.table_name))
+    sent, done = _rebuild_recording(read_path, None)
     # Both record items (never candidates, blobs, idempotency), then the latest event.
-    assert [sk.split("#")[0] for _, sk in keys] == ["REC", "REC", "EV"]
-    assert reproject(keys, in_process_projector()) == (3, 0)
+    assert [sk.split("#")[0] for sk in sent] == ["REC", "REC", "EV"]
+    assert (done.sent, done.failed) == (3, 0)
 
     assert _watermark_and_head(read_path) == (head, head)  # no journal tail left to merge
     assert ids(read_path.search("quokka")) == [kept]  # forgotten stays forgotten
     assert ids(read_path.search("census")) == []
-    assert reproject(keys, in_process_projector()) == (3, 0)  # idempotent
+    assert _rebuild_recording(read_path, None)[0] == sent  # idempotent
     assert ids(read_path.search("quokka")) == [kept]
 
 
 def test_the_rebuild_can_be_limited_to_one_workspace(read_path: ReadPath) -> None:
     read_path.admit("a record in the main workspace")
-    table = read_path.aws.settings.table_name
-    assert len(list(projection_triggers(read_path.aws.dynamodb, table,
-                                        workspace="ws-main"))) == 2  # the record, its event
-    assert list(projection_triggers(read_path.aws.dynamodb, table, workspace="elsewhere")) == []
+    assert len(_rebuild_recording(read_path, "ws-main")[0]) == 2  # the record, its event
+    assert _rebuild_recording(read_path, "elsewhere")[0] == []
 
 
 class _Interrupted(Exception):

@@ -10,9 +10,13 @@ from engram_memory.domain.lifecycle import (
     TRANSITIONS,
     Operation,
     State,
-    allowed_operations,
     transition,
 )
+
+
+def allowed_operations(state: State) -> frozenset[Operation]:
+    """The operations the transition table lets start from ``state``."""
+    return frozenset(op for (origin, op) in TRANSITIONS if origin is state)
 
 
 def test_a_pending_candidate_can_be_accepted_rejected_held_or_withdrawn() -> None:

@@ -5,8 +5,8 @@ from engram_memory.domain.impact import (
     impact,
     impact_code,
     posting_codes,
-    rank_top_k,
     record_of,
+    score_top_k,
     sort_key,
     top_postings,
 )
@@ -15,14 +15,23 @@ from engram_memory.domain.ranking import (
     FieldDocument,
     Posting,
     RankingConfig,
+    ScoredRecord,
     analyze,
     build_index,
     idf,
     rank_documents,
     score_postings,
 )
+from engram_memory.domain.tokenizer import query_terms
 
 PRIMARY_ONLY = (5, 0, 0, 0, 0)
+
+
+def _budget_only(query: str, docs: list[FieldDocument],
+                 config: RankingConfig) -> list[ScoredRecord]:
+    """Each term's best postings within the budget, scored over an index of ``docs``."""
+    postings, stats = build_index(docs)
+    return score_top_k(query_terms(query), postings, stats, config)
 
 
 def _posting(record_id: str, tf: int, length: int) -> Posting:
@@ -66,7 +75,7 @@ def test_equal_impacts_are_cut_by_record_id_newest_first() -> None:
 def test_with_k_at_least_every_df_the_bounded_ranking_equals_the_exhaustive_one() -> None:
     docs = [FieldDocument(f"mem_{i}", {"primary": f"deploy lambda {'cache ' * (i % 3)}",
                                        "context": f"note {i} on lambda"}) for i in range(12)]
-    bounded = rank_top_k("lambda cache deploy", docs, RankingConfig(postings_per_term=12))
+    bounded = _budget_only("lambda cache deploy", docs, RankingConfig(postings_per_term=12))
     assert bounded == rank_documents("lambda cache deploy", docs)
 
 
@@ -74,7 +83,7 @@ def test_a_document_outside_every_terms_top_k_is_not_found() -> None:
     # The documented trade-off: "common" is in all six, mem_5 only has the weakest posting.
     docs = [FieldDocument(f"mem_{i}", {"primary": "common " * (6 - i) + "filler " * i})
             for i in range(6)]
-    ranked = rank_top_k("common", docs, RankingConfig(postings_per_term=3))
+    ranked = _budget_only("common", docs, RankingConfig(postings_per_term=3))
     assert [r.record_id for r in ranked] == ["mem_0", "mem_1", "mem_2"]
 
 
@@ -83,7 +92,7 @@ def test_bounded_scores_use_the_full_document_frequency_not_the_postings_read() 
             for i in range(6)]
     postings, stats = build_index(docs)
     exhaustive = {r.record_id: r.score for r in score_postings(["common"], postings, stats)}
-    bounded = rank_top_k("common", docs, RankingConfig(postings_per_term=3))
+    bounded = _budget_only("common", docs, RankingConfig(postings_per_term=3))
     # The candidates read keep exactly the score they have over the whole index.
     for hit in bounded:
         assert hit.score == exhaustive[hit.record_id]
