@@ -13,17 +13,30 @@ the real routes (``gate/backup_routes.BackupRoutes`` over ``DynamoExportReader``
 (paged ``GET /host/export``, 500 entries a page), ``backup.bundle.verify_file`` (offline),
 and ``cli/import_.restore`` into an empty workspace (begin, lines in 2 MiB batches, each
 verified by the route, commit), after asking the source for its tombstones since the
-bundle as the command does. Memory: ``tracemalloc``'s peak of each phase, i.e. the Python
-allocations the command and the route make (moto's stored items included for a restore,
-which adds them to its tables), measured in a second pass so tracing does not slow the
-timed one. A size stops being started once ``--max-seconds`` have passed.
+bundle as the command does. Memory, in the timed pass: the process's peak resident set
+above its size when the phase starts (Linux ``VmHWM``, reset through ``/proc/self/clear_refs``
+after a ``gc.collect()`` and ``malloc_trim`` hand freed memory back), i.e. what the command,
+the route and moto held at once (a restore's includes the items moto adds to its tables).
+For sizes up to ``--trace-up-to`` a second pass also takes ``tracemalloc``'s peak (Python
+allocations only; tracing slows a phase several times, too much for 50k records on a
+shared box). A size stops being started once ``--max-seconds`` have passed.
+
+Where the time goes (cProfile at 2,000 and 5,000 records, docs/performance.md): moto's
+response serializer and its Query (which sorts the partition and walks it from the start
+to each page's ``ExclusiveStartKey``: quadratic on moto, one page read on DynamoDB), and
+the RFC 8785 encodings of the bundle lines (verified by the command, then again by the
+route, as in production).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
+import gc
 import json
 import os
+import re
 import tempfile
 import time
 import tracemalloc
@@ -31,6 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import moto_query_window
 from harness import machine, table
 from pydantic import BaseModel
 from search_scale import BASE_ENV, BulkWriter, Corpus
@@ -84,6 +98,26 @@ def timed(run: Callable[[], object]) -> float:
     return time.perf_counter() - started
 
 
+def _status_kib(name: str) -> int:
+    found = re.search(rf"^{name}:\s+(\d+) kB$", Path("/proc/self/status").read_text(), re.M)
+    return int(found.group(1)) if found else 0
+
+
+def _release_free_memory() -> None:
+    gc.collect()
+    with contextlib.suppress(OSError, AttributeError):  # glibc only
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+
+
+def timed_with_rss(run: Callable[[], object]) -> tuple[float, float]:
+    """Wall seconds of ``run()`` and the resident set's peak above its start, in MiB."""
+    _release_free_memory()
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+    start = _status_kib("VmRSS")
+    seconds = timed(run)
+    return seconds, max(0, _status_kib("VmHWM") - start) / 1024
+
+
 def traced_peak_mib(run: Callable[[], object]) -> float:
     """tracemalloc's peak while ``run()`` runs, in MiB."""
     tracemalloc.start()
@@ -101,6 +135,11 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one size of 200 records")
     parser.add_argument("--max-seconds", type=float, default=2400.0,
                         help="no size is started after this many seconds")
+    parser.add_argument("--trace-up-to", type=int, default=1000,
+                        help="also take tracemalloc's peaks (a second pass) up to this size")
+    parser.add_argument("--moto-query", choices=("window", "as-shipped"), default="window",
+                        help="moto's Query reads a page after its start key (bench/"
+                             "moto_query_window.py), or sorts and walks the partition")
     args = parser.parse_args()
     sizes = QUICK_SIZES if args.quick else tuple(int(s) for s in args.sizes.split(","))
     os.environ.update(BASE_ENV)
@@ -111,6 +150,8 @@ def main() -> None:
     from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
     from moto import mock_aws
 
+    moto_query_window.install()
+    moto_query_window.set_enabled(args.moto_query == "window")
     prepare_moto_dynamodb()
     with mock_aws():
         from engram_memory import bootstrap
@@ -137,22 +178,24 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="engram-backup-bench-") as scratch:
             for size in sizes:
                 if time.perf_counter() - began > args.max_seconds:
-                    rows.append([f"{size:,}", "not started: --max-seconds reached"] + [""] * 7)
+                    rows.append([f"{size:,}", "not started: --max-seconds reached"] + [""] * 10)
                     continue
                 rows.append(measure(size, corpus, settings, dynamodb, client, Path(scratch),
-                                    export_cli, import_cli, verify_file, Scope))
+                                    export_cli, import_cli, verify_file, Scope,
+                                    traced=size <= args.trace_up_to))
                 print("... " + " | ".join(rows[-1]), flush=True)  # a partial run keeps it
-    print(f"backup_scale: {machine()}; load average at end "
+    print(f"backup_scale: {machine()}; moto Query: {args.moto_query}; load average at end "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print(table(["records", "plant s", "bundle MB", "export rec/s", "export peak MiB",
-                 "verify rec/s", "verify peak MiB", "restore rec/s", "restore peak MiB"],
-                rows))
+    print("peak MiB: resident set above the phase's start (tracemalloc's peak, where taken)")
+    print(table(["records", "plant s", "bundle MB", "export s", "export rec/s",
+                 "export peak MiB", "verify s", "verify rec/s", "verify peak MiB",
+                 "restore s", "restore rec/s", "restore peak MiB"], rows))
 
 
 def measure(size: int, corpus: Corpus, settings: Any, dynamodb: Any, client: Any,
             scratch: Path, export_cli: Any, import_cli: Any, verify_file: Any,
-            scope_of: Any) -> list[str]:
-    """Plant, then time and trace export, verify and restore of ``size`` records."""
+            scope_of: Any, *, traced: bool) -> list[str]:
+    """Plant, then time export, verify and restore of ``size`` records, with their peaks."""
     source = f"src-{size}"
     started = time.perf_counter()
     bulk_records.plant(BulkWriter(dynamodb), settings, scope_of(settings.tenant_id, source),
@@ -160,8 +203,10 @@ def measure(size: int, corpus: Corpus, settings: Any, dynamodb: Any, client: Any
     planted = time.perf_counter() - started
     bundle = scratch / f"{source}.bundle"
 
+    digests: list[str] = []
+
     def export() -> None:
-        export_cli.export(client, source, bundle)
+        digests.append(export_cli.export(client, source, bundle)[0])
 
     def restore(target: str) -> Callable[[], None]:
         def run() -> None:
@@ -171,18 +216,23 @@ def measure(size: int, corpus: Corpus, settings: Any, dynamodb: Any, client: Any
             assert report["restored"] == size, report
         return run
 
-    export_s = timed(export)
-    megabytes = bundle.stat().st_size / 1e6
-    verify_s = timed(lambda: verify_file(str(bundle)))
-    restore_s = timed(restore(f"dst-{size}"))
-    # The traced pass: the same work again (a second restore into a third empty workspace).
-    export_mib = traced_peak_mib(export)
-    verify_mib = traced_peak_mib(lambda: verify_file(str(bundle)))
-    restore_mib = traced_peak_mib(restore(f"mem-{size}"))
+    phases: list[tuple[str, Callable[[], object]]] = [
+        ("export", export), ("verify", lambda: verify_file(str(bundle))),
+        ("restore", restore(f"dst-{size}"))]
+    cells: list[str] = [f"{size:,}", f"{planted:.1f}"]
+    for name, run in phases:
+        seconds, rss = timed_with_rss(run)
+        if name == "export":
+            cells.append(f"{bundle.stat().st_size / 1e6:.1f}")
+        peak = f"{rss:.1f}"
+        if traced:  # the same work again (a restore into a third empty workspace)
+            again = restore(f"mem-{size}") if name == "restore" else run
+            peak += f" ({traced_peak_mib(again):.1f})"
+        cells += [f"{seconds:.1f}", f"{size / seconds:,.0f}", peak]
+        print(f"... {size:,} {name}: {seconds:.1f} s, peak {peak} MiB"
+              + (f", bundle {digests[0]}" if name == "export" else ""), flush=True)
     bundle.unlink()
-    return [f"{size:,}", f"{planted:.1f}", f"{megabytes:.1f}", f"{size / export_s:,.0f}",
-            f"{export_mib:.1f}", f"{size / verify_s:,.0f}", f"{verify_mib:.1f}",
-            f"{size / restore_s:,.0f}", f"{restore_mib:.1f}"]
+    return cells
 
 
 if __name__ == "__main__":

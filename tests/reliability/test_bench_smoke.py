@@ -25,6 +25,7 @@ BENCHES = {
     "cold_start.py": "| module | import ms | × import boto3 |",
     "search_scale.py": "| records | load s | completion cap | searches | p50 ms | p95 ms |",
     "budget_quality.py": "| records | K per term | budget B | completion cap C | queries |",
+    "backup_scale.py": "| records | plant s | bundle MB | export s | export rec/s |",
 }
 RANKERS = ("lexical: BM25F", "semantic alone", "hybrid: lexical_and_semantic",
            "bm25s BM25 + stopwords + Snowball stems", "bm25s BM25 plain",
@@ -35,7 +36,8 @@ ARGS = {"tool_latency.py": ["--aws-delay-ms", "5"],
         "search_scale.py": ["--sizes", "100,200", "--rounds", "1", "--aws-delay-ms", "5",
                             "--completion-caps", "0,200"],
         "budget_quality.py": ["--records", "1500", "--budgets", "1000,4000"]}
-QUICK = {"tool_latency.py", "throughput.py", "ranking_quality.py", "cold_start.py"}
+QUICK = {"tool_latency.py", "throughput.py", "ranking_quality.py", "cold_start.py",
+         "backup_scale.py"}
 TIMEOUT_S = 240
 
 
