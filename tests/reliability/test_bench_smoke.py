@@ -64,7 +64,8 @@ def test_the_bench_runs_quickly_and_prints_its_table(
     assert runs[script].returncode == 0, stderr[-2000:]
     assert BENCHES[script] in stdout
     rows = [line for line in stdout.splitlines() if line.startswith("| ")]
-    assert len(rows) >= 3, stdout
+    # A header and at least one measured row (backup_scale's quick run has one size).
+    assert len(rows) >= (2 if script == "backup_scale.py" else 3), stdout
     if script == "tool_latency.py":
         # Every timed call must have succeeded: a table of failures times the error path.
         assert _column(rows, "errors") == ["0"] * 6, stdout
