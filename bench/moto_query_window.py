@@ -12,8 +12,9 @@ there is one, at most ``Limit + 1`` of them (moto reads one past the limit to kn
 more). moto's code still applies the key condition, the filter, the projection, the 1 MB
 page limit and builds ``LastEvaluatedKey``; any other Query (an index, no start key, a
 descending scan, another key condition, a non-string sort key) is moto's unchanged.
-``bench/backup_scale.py --moto-query as-shipped`` turns it off; the bundle an export
-writes is byte-for-byte the same either way (tests/reliability/test_bench_smoke.py).
+``bench/backup_scale.py --moto-query as-shipped`` turns it off; paged queries read the
+same items either way (tests/reliability/test_moto_query_window.py), and an export of 2,500
+records wrote the same bundle digest either way (checked by hand, 2026-12-06).
 Never used by the product: the local service runs moto with its own shims
 (``engram_memory.local.moto_dynamodb``).
 """
