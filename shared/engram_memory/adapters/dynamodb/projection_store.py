@@ -4,14 +4,16 @@ Every partition key names the projection generation ``{g}`` (tokenizer + impact 
 versions, ``ranking.PROJECTION_GENERATION``) after the scope, so an index built by another
 tokenizer is never read or written by this code: it is rebuilt (docs/search.md).
 
-* posting   ``POST#{t}#{w}#{g}#{term}`` / ``{impact:09d}#{record_id}``: ``tf``, ``len`` (CSV)
+* postings  ``POST#{t}#{w}#{g}#{term}`` / ``{band:02d}#{shard:02d}``: ``p`` (binary: a block of
+  postings, ``domain/posting_blocks.py``)
 * df        ``DF#{t}#{w}#{g}#{term}`` / ``DF``: ``df`` (number, = the term's posting count)
 * doc       ``DOC#{t}#{w}#{g}`` / ``{record_id}``: ``state``, ``digest``, ``len``, ``chunks``
 * doc terms ``DOC#{t}#{w}#{g}`` / ``{record_id}#T#{n:04d}``: ``terms`` (``term\tcode`` lines)
 * stats     ``STATS#{t}#{w}#{g}`` / ``STATS``: ``n``, ``l0``..``l4`` (numbers, atomic ADD), ``wm``
   (the watermark: every journal event up to this cursor is applied; only ever raised)
 
-Postings sort by impact (domain/impact.py), so a term's best K are one descending Query.
+Blocks sort by impact band (domain/impact.py, domain/posting_blocks.py), so a term's best K
+are the blocks of its top bands: one descending Query read to a band boundary.
 Stats change only inside the transaction that flips the doc item's state, conditioned on
 the previous state, and df only with the posting it counts (posting_writer.py), so a
 replayed stream record can never count a document twice.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -32,10 +35,23 @@ from engram_memory.adapters.aws_errors import (
     is_transaction_busy,
     translate,
 )
-from engram_memory.adapters.dynamodb.posting_writer import PostingChange, PostingWriter, df_key
+from engram_memory.adapters.dynamodb.posting_writer import (
+    BLOCK_ATTRIBUTE,
+    PostingChange,
+    PostingWriter,
+    df_key,
+)
 from engram_memory.concurrency import in_background
 from engram_memory.domain.errors import RateLimited, StoreUnavailable
-from engram_memory.domain.impact import posting_codes, record_of, sort_key
+from engram_memory.domain.impact import posting_codes
+from engram_memory.domain.posting_blocks import (
+    SHARDS,
+    BlockPosting,
+    band_of_key,
+    best,
+    decode,
+    encode,
+)
 from engram_memory.domain.ranking import (
     FIELDS,
     PROJECTION_GENERATION,
@@ -57,6 +73,10 @@ _GET_BATCH = 100
 _MAX_ATTEMPTS = 8
 _TRANSACTION_ACTIONS = 100
 _LENGTH_ATTRS = tuple(f"l{i}" for i in range(len(FIELDS)))
+_FIRST_BLOCKS = 4 * SHARDS
+"""Blocks a term's first read takes when no earlier read of it is remembered (4 bands)."""
+_MAX_PAGE_BLOCKS = 1000
+_REMEMBERED_TERMS = 20_000
 POSTINGS_READERS = MAX_QUERY_TERMS
 """Posting Queries in flight at once, per process. A Lambda container serves one search at
 a time, so every term of a query (at most MAX_QUERY_TERMS) is read in one round trip; in
@@ -100,6 +120,15 @@ def _chunks(terms: Sequence[str]) -> list[list[str]]:
     return chunks if chunks[0] else []
 
 
+def _additions(analyzed: AnalyzedDocument, codes: dict[str, int]) -> list[PostingChange]:
+    """The document's posting of each term, as changes to their blocks."""
+    return [
+        PostingChange(term, analyzed.record_id, codes[term], BlockPosting(codes[term], Posting(
+            analyzed.record_id, analyzed.frequencies[term], analyzed.lengths)))
+        for term in sorted(codes)
+    ]
+
+
 def _watermark_of(stats: dict[str, Any]) -> int:
     value = stats.get("wm")
     return max(0, int(value["N"])) if value is not None else 0
@@ -115,12 +144,88 @@ def _document_of(record_id: str, item: dict[str, Any]) -> IndexedDocument:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _LastRead:
+    """How a term's last read ended: all its blocks, or at a band boundary."""
+
+    whole_term: bool
+    band: int
+    blocks: int
+
+
+class _BlockReader:
+    """One term's blocks, read top band first (the paging of ``postings``)."""
+
+    def __init__(self, store: DynamoProjectionStore, pk: str) -> None:
+        self._store = store
+        self._pk = pk
+        self.entries: list[BlockPosting] = []
+        self.blocks = 0
+        self.last_band: int | None = None
+        self.more = True
+        self.at_boundary = True
+        self._condition = "pk = :pk"
+        self._values: dict[str, Any] = {":pk": {"S": pk}}
+        self._start: dict[str, Any] | None = None
+
+    def _query(self, limit: int | None) -> None:
+        request: dict[str, Any] = {
+            "TableName": self._store.table_name, "KeyConditionExpression": self._condition,
+            "ExpressionAttributeValues": self._values, "ScanIndexForward": False,
+            "ProjectionExpression": "sk, #p", "ExpressionAttributeNames": {"#p": BLOCK_ATTRIBUTE},
+        }
+        if limit is not None:
+            request["Limit"] = limit
+        if self._start is not None:
+            request["ExclusiveStartKey"] = self._start
+        page = self._store.call("query", **request)
+        for item in page.get("Items", []):
+            self.entries.extend(decode(bytes(item[BLOCK_ATTRIBUTE]["B"])))
+            self.blocks += 1
+            self.last_band = band_of_key(item["sk"]["S"])
+        self._start = page.get("LastEvaluatedKey")
+        self.more = self._start is not None
+
+    def read_range(self, lowest: str) -> None:
+        """Every block from the top down to ``lowest`` (a band's first key), all pages."""
+        self._condition = "pk = :pk AND sk >= :lo"
+        self._values = {":pk": {"S": self._pk}, ":lo": {"S": lowest}}
+        self._query(None)
+        while self.more:
+            self._query(None)
+        # Whole bands were read; what follows (if it is needed) is below them.
+        self._condition = "pk = :pk AND sk < :lo"
+        self.more = True
+        self.at_boundary = True
+
+    def read_page(self, blocks: int) -> None:
+        """The next ``blocks`` blocks."""
+        self._query(blocks)
+        self.at_boundary = not self.more
+
+    def finish_band(self) -> None:
+        """The rest of the band the last block read is in."""
+        self._condition = "pk = :pk AND begins_with(sk, :band)"
+        self._values = {":pk": {"S": self._pk}, ":band": {"S": f"{self.last_band:02d}#"}}
+        self._query(None)
+        while self.more:
+            self._query(None)
+        self.at_boundary = True
+
+    def blocks_for(self, limit: int) -> int:
+        """Blocks the next page reads: enough for ``limit`` postings at the density seen."""
+        density = len(self.entries) / self.blocks if self.blocks else 1.0
+        wanted = (limit - len(self.entries)) / max(density, 0.25) * 1.25
+        return max(SHARDS, min(_MAX_PAGE_BLOCKS, int(wanted) + 1))
+
+
 class DynamoProjectionStore:
     """:class:`~engram_memory.services.ports.read.ProjectionStore` on DynamoDB."""
 
     def __init__(self, client: Any, table_name: str) -> None:
         self._client = client
         self._table = table_name
+        self._last_reads: dict[tuple[str, int], _LastRead] = {}
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -194,27 +299,34 @@ class DynamoProjectionStore:
         return found
 
     def postings(self, scope: Scope, term: str, limit: int) -> list[Posting]:
-        """The term's ``limit`` highest-impact postings: one descending Query (paged)."""
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": f"POST#{space(scope)}#{term}"}},
-            "ProjectionExpression": "sk, tf, #len",
-            "ExpressionAttributeNames": {"#len": "len"},
-            "ScanIndexForward": False,
-        }
-        result: list[Posting] = []
-        while len(result) < limit:
-            request["Limit"] = limit - len(result)
-            page = self._call("query", **request)
-            for item in page.get("Items", []):
-                result.append(Posting(record_of(item["sk"]["S"]), _ints(item["tf"]["S"]),
-                                      _ints(item["len"]["S"])))
-            last = page.get("LastEvaluatedKey")
-            if not last:
-                break
-            request["ExclusiveStartKey"] = last
-        return result[:limit]
+        """The term's ``limit`` highest-impact postings: its blocks read from the top band
+        down to a band boundary (every posting ranked above the cut is read), then merged.
+
+        How the last read of this term and limit went is remembered per process (a warm
+        container reads a term in one round trip): if it ended at a band, one range Query
+        down to that band; if it read the whole term, one page of twice its blocks; else
+        ``_FIRST_BLOCKS`` blocks. Further pages are sized from the postings per block seen.
+        Which postings come back never depends on what was remembered, only how many
+        pages it takes (docs/search.md, "Posting blocks").
+        """
+        pk = f"POST#{space(scope)}#{term}"
+        remembered = self._last_reads.get((pk, limit))
+        reader = _BlockReader(self, pk)
+        if remembered is None:
+            reader.read_page(_FIRST_BLOCKS)
+        elif remembered.whole_term:
+            reader.read_page(max(_FIRST_BLOCKS, 2 * remembered.blocks))
+        else:
+            reader.read_range(f"{remembered.band:02d}#")
+        while len(reader.entries) < limit and reader.more:
+            reader.read_page(reader.blocks_for(limit))
+        if not reader.at_boundary and reader.last_band is not None:
+            reader.finish_band()
+        if len(self._last_reads) >= _REMEMBERED_TERMS:
+            self._last_reads.clear()
+        self._last_reads[(pk, limit)] = _LastRead(
+            whole_term=not reader.more, band=reader.last_band or 0, blocks=reader.blocks)
+        return best(reader.entries, limit)
 
     def postings_for_terms(self, scope: Scope, terms: Sequence[str],
                            limit: int) -> dict[str, list[Posting]]:
@@ -259,14 +371,8 @@ class DynamoProjectionStore:
         codes = posting_codes(analyzed)
         chunks = self._term_list_requests(scope, analyzed.record_id, codes)
         self._batch_write(chunks)
-        lengths = _csv(analyzed.lengths)
-        PostingWriter(self._client, self._table, space(scope)).apply([
-            PostingChange(term, key := self._posting_key(scope, term, codes[term],
-                                                         analyzed.record_id),
-                          {**key, "tf": {"S": _csv(analyzed.frequencies[term])},
-                           "len": {"S": lengths}})
-            for term in sorted(codes)
-        ])
+        PostingWriter(self._client, self._table, space(scope)).apply(
+            _additions(analyzed, codes))
         return len(chunks)
 
     def index_at_once(self, scope: Scope, analyzed: AnalyzedDocument,
@@ -282,15 +388,13 @@ class DynamoProjectionStore:
         if 2 * len(codes) + len(chunks) + 2 > _TRANSACTION_ACTIONS:
             return False
         writer = PostingWriter(self._client, self._table, space(scope))
-        lengths = _csv(analyzed.lengths)
+        changes = _additions(analyzed, codes)
         actions: list[dict[str, Any]] = [
             {"Put": {"TableName": self._table, "Item": chunk["PutRequest"]["Item"]}}
             for chunk in chunks
         ]
-        for term in sorted(codes):
-            key = self._posting_key(scope, term, codes[term], analyzed.record_id)
-            actions.extend(writer.actions(PostingChange(term, key, {
-                **key, "tf": {"S": _csv(analyzed.frequencies[term])}, "len": {"S": lengths}})))
+        # The blocks as read now; the transaction's conditions fail if they change first.
+        actions.extend(writer.plan(changes, writer.read_blocks(changes)))
         actions.append(self._doc_put(scope, analyzed, record_digest, len(chunks)))
         actions.append(self._stats_update(scope, 1, analyzed.lengths))
         try:
@@ -329,8 +433,7 @@ class DynamoProjectionStore:
     def delete_postings(self, scope: Scope, record_id: str, refs: Sequence[PostingRef]) -> None:
         """Delete the record's posting under every given (term, code); absent ones are fine."""
         PostingWriter(self._client, self._table, space(scope)).apply([
-            PostingChange(term, self._posting_key(scope, term, code, record_id))
-            for term, code in sorted(set(refs))
+            PostingChange(term, record_id, code) for term, code in sorted(set(refs))
         ])
 
     def commit_removed(self, scope: Scope, document: IndexedDocument) -> bool:
@@ -362,24 +465,24 @@ class DynamoProjectionStore:
                   watermark: int | None = None) -> None:
         """Index many never-indexed documents at once (rebuilds, the scale bench).
 
-        Postings, term lists and doc items go out in 25-item batches; the stats and every
-        term's df get one ADD for the whole set. Unlike the projector path this is not
-        replay-safe: run it only on records the projection has never seen. ``watermark``:
+        Blocks (merged with the blocks already there, read consistently), term lists and doc
+        items go out in 25-item batches; the stats and every term's df get one ADD for the
+        whole set. Unlike the projector path this is not replay-safe and must not run beside
+        a projector: run it only on records the projection has never seen. ``watermark``:
         the journal cursor the documents are the accepted_current records of.
         """
         requests: list[dict[str, Any]] = []
         sums = [0] * len(FIELDS)
         dfs: dict[str, int] = {}
+        writer = PostingWriter(self._client, self._table, space(scope))
+        changes: list[PostingChange] = []
         for analyzed, record_digest in documents:
             lengths = _csv(analyzed.lengths)
             sums = [a + b for a, b in zip(sums, analyzed.lengths, strict=True)]
             codes = posting_codes(analyzed)
-            for term in sorted(codes):
+            for term in codes:
                 dfs[term] = dfs.get(term, 0) + 1
-                key = self._posting_key(scope, term, codes[term], analyzed.record_id)
-                requests.append({"PutRequest": {"Item": {
-                    **key, "tf": {"S": _csv(analyzed.frequencies[term])}, "len": {"S": lengths},
-                }}})
+            changes.extend(_additions(analyzed, codes))
             chunks = self._term_list_requests(scope, analyzed.record_id, codes)
             requests.extend(chunks)
             requests.append({"PutRequest": {"Item": {
@@ -387,6 +490,16 @@ class DynamoProjectionStore:
                 "state": {"S": _INDEXED}, "digest": {"S": record_digest},
                 "len": {"S": lengths}, "chunks": {"N": str(len(chunks))},
             }}})
+        grouped: dict[tuple[str, str], list[BlockPosting]] = {}
+        for change in changes:
+            where = writer.key(change)
+            if change.entry is not None:
+                grouped.setdefault((where["pk"]["S"], where["sk"]["S"]), []).append(change.entry)
+        for name, data in writer.read_blocks(changes).items():
+            grouped[name] = decode(data) + grouped.get(name, [])
+        requests.extend({"PutRequest": {"Item": {
+            "pk": {"S": pk}, "sk": {"S": sk}, BLOCK_ATTRIBUTE: {"B": encode(entries)}}}}
+            for (pk, sk), entries in grouped.items())
         self._batch_write(requests)
         for term, count in sorted(dfs.items()):
             self._call("update_item", TableName=self._table, Key=df_key(space(scope), term),
@@ -396,10 +509,6 @@ class DynamoProjectionStore:
         self._call("update_item", **update)
         if watermark is not None:
             self.advance_watermark(scope, watermark)
-
-    @staticmethod
-    def _posting_key(scope: Scope, term: str, code: int, record_id: str) -> dict[str, Any]:
-        return {"pk": {"S": f"POST#{space(scope)}#{term}"}, "sk": {"S": sort_key(code, record_id)}}
 
     @staticmethod
     def _term_list_requests(scope: Scope, record_id: str,
@@ -481,5 +590,13 @@ class DynamoProjectionStore:
             else:
                 raise StoreUnavailable
 
-    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+    @property
+    def table_name(self) -> str:
+        """The projection table's name."""
+        return self._table
+
+    def call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        """``client.<operation>(**kwargs)``, failures translated."""
         return call_translated(self._client, operation, **kwargs)
+
+    _call = call
