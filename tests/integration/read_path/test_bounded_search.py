@@ -83,7 +83,8 @@ def test_search_reads_only_the_k_highest_impact_postings_of_a_term(read_path: Re
     assert ids(envelope) == list(reversed(record_ids))[:3]
     # One Query of whole blocks (the top bands, tests/integration/read_path/
     # test_posting_blocks.py); only the best 3 of what it read are candidates.
-    assert len(sizes) == 1 and sizes[0] >= 3
+    assert len(sizes) == 1
+    assert sizes[0] >= 3
     assert envelope["output"]["value"]["rank_receipt"]["candidate_count"] == 3
 
 

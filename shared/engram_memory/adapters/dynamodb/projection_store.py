@@ -164,6 +164,7 @@ class _BlockReader:
         self.last_band: int | None = None
         self.more = True
         self.at_boundary = True
+        self.exhausted = False
         self._condition = "pk = :pk"
         self._values: dict[str, Any] = {":pk": {"S": pk}}
         self._start: dict[str, Any] | None = None
@@ -201,7 +202,7 @@ class _BlockReader:
     def read_page(self, blocks: int) -> None:
         """The next ``blocks`` blocks."""
         self._query(blocks)
-        self.at_boundary = not self.more
+        self.at_boundary = self.exhausted = not self.more
 
     def finish_band(self) -> None:
         """The rest of the band the last block read is in."""
@@ -325,7 +326,7 @@ class DynamoProjectionStore:
         if len(self._last_reads) >= _REMEMBERED_TERMS:
             self._last_reads.clear()
         self._last_reads[(pk, limit)] = _LastRead(
-            whole_term=not reader.more, band=reader.last_band or 0, blocks=reader.blocks)
+            whole_term=reader.exhausted, band=reader.last_band or 0, blocks=reader.blocks)
         return best(reader.entries, limit)
 
     def postings_for_terms(self, scope: Scope, terms: Sequence[str],

@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import base64
+import hashlib
+
+from engram_memory.domain.impact import impact_code, top_postings
+from engram_memory.domain.posting_blocks import (
+    BANDS,
+    CODE_LIMIT,
+    SHARDS,
+    BlockPosting,
+    band_of,
+    band_of_key,
+    best,
+    block_key,
+    decode,
+    encode,
+    with_posting,
+    without_record,
+)
+from engram_memory.domain.ranking import Posting
+from hypothesis import given
+from hypothesis import strategies as st
+
+
+def _record_id(seed: str) -> str:
+    raw = hashlib.sha256(seed.encode()).digest()
+    return "mem_" + base64.b32encode(raw).decode().rstrip("=").lower()
+
+
+record_ids = st.one_of(
+    st.text(min_size=1, max_size=20).map(_record_id),  # the product's ids (compact form)
+    st.text(min_size=1, max_size=300),  # anything else, long ones included
+)
+small = st.integers(min_value=0, max_value=255)
+postings = st.builds(
+    BlockPosting,
+    code=st.integers(min_value=0, max_value=CODE_LIMIT - 1),
+    posting=st.builds(
+        Posting,
+        record_id=record_ids,
+        tf=st.tuples(*[st.one_of(small, st.integers(0, 2**32 - 1))] * 5),
+        lengths=st.tuples(*[st.integers(0, 2**32 - 1)] * 5),
+    ),
+)
+unique_postings = st.lists(postings, max_size=40, unique_by=lambda e: e.posting.record_id)
+
+
+@given(unique_postings)
+def test_any_postings_decode_to_what_was_encoded(entries: list[BlockPosting]) -> None:
+    decoded = decode(encode(entries))
+    assert sorted(decoded, key=repr) == sorted(entries, key=repr)
+
+
+@given(unique_postings, st.randoms())
+def test_the_same_postings_in_any_order_are_the_same_bytes(entries: list[BlockPosting],
+                                                           rng: object) -> None:
+    shuffled = list(entries)
+    rng.shuffle(shuffled)  # type: ignore[attr-defined]
+    assert encode(shuffled) == encode(entries)
+    built = b""
+    for entry in shuffled:  # one posting at a time, as the projector writes them
+        built = with_posting(built, entry)
+    assert built == encode(entries)
+
+
+@given(unique_postings, st.data())
+def test_removing_a_record_leaves_exactly_the_others(entries: list[BlockPosting],
+                                                     data: st.DataObject) -> None:
+    block = encode(entries)
+    if entries:
+        gone = data.draw(st.sampled_from(entries)).posting.record_id
+        left = decode(without_record(block, gone))
+        assert gone not in {e.posting.record_id for e in left}
+        assert len(left) == len(entries) - 1
+        assert without_record(without_record(block, gone), gone) == without_record(block, gone)
+    assert without_record(encode([]), "mem_x") == b""
+
+
+@given(unique_postings, st.integers(min_value=0, max_value=50))
+def test_best_keeps_the_order_of_the_old_per_posting_keys(entries: list[BlockPosting],
+                                                          limit: int) -> None:
+    # Postings whose code is their real impact code: the old layout's read order.
+    real = [Posting(e.posting.record_id, tuple(t % 50 for t in e.posting.tf),
+                    tuple(1 + n % 90 for n in e.posting.lengths)) for e in entries]
+    coded = [BlockPosting(impact_code(p.tf, p.lengths), p) for p in real]
+    halves = [encode(coded[::2]), encode(coded[1::2])]
+    assert best([e for h in halves for e in decode(h)], limit) == top_postings(real, limit)
+
+
+def test_block_keys_sort_band_major_from_low_to_high_impact() -> None:
+    assert band_of(0) == 0
+    assert band_of(CODE_LIMIT - 1) == BANDS - 1
+    keys = [block_key(code, rid) for code in (0, CODE_LIMIT // 2, CODE_LIMIT - 1)
+            for rid in ("mem_a", "mem_b")]
+    assert [band_of_key(k) for k in sorted(keys)] == sorted(band_of_key(k) for k in keys)
+    assert {int(block_key(7, _record_id(str(n))).split("#")[1])
+            for n in range(500)} == set(range(SHARDS))
