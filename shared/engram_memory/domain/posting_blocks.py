@@ -1,13 +1,16 @@
 """Packed posting blocks: many postings of one term in one binary value (layout: docs/search.md).
 
 A term's postings are grouped by impact band (the impact code's place in [0, 10**9), in
-``BANDS`` equal slices) and, within a band, by a shard of the record id (``SHARDS`` of them,
-by CRC-32), so a record's posting of a term always lives in exactly one block
-(``block_key``). Block keys sort band-major, so a descending read of a term's blocks meets
-its highest-impact bands first; a reader that has read every block of the top bands holds
-every posting ranked above them, and sorts what it read (``best``). Sharding keeps a
-block small enough that rewriting it costs about what the one posting it changes cost
-before (docs/search.md, "Posting blocks").
+``BANDS`` equal slices) and, within a band, by the record id's leading characters
+(``SHARDS`` ranges, in the ids' own order), so a record's posting of a term always lives in
+exactly one block (``block_key``). Block keys sort band-major, then by record id, so a
+descending read of a term's blocks meets its postings in the order of the old per-posting
+keys (impact code, then record id, descending) up to the band: every block of a higher band
+holds only better postings, and within a band the read follows record ids, exactly so for
+the many postings of one code (a term every record has in the same field shape). A reader
+stops at a block boundary once it holds enough, and sorts what it read (``best``).
+Sharding keeps blocks of a dense band small enough to rewrite cheaply and far below
+DynamoDB's item limit (docs/search.md, "Posting blocks").
 
 Inside a block the postings are in canonical order (impact code, then record id, both
 descending: the order the old per-posting sort keys had), so the same set of postings is
@@ -23,21 +26,20 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import struct
-import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engram_memory.domain.ranking import FIELDS, Posting
 
-__all__ = ["BANDS", "CODE_LIMIT", "SHARDS", "BlockPosting", "band_of", "band_of_key",
-           "best", "block_key", "decode", "encode", "shard_of", "with_posting",
+__all__ = ["BANDS", "CODE_LIMIT", "SHARDS", "BlockPosting", "band_of", "best", "block_key", "decode", "encode", "shard_of", "with_posting",
            "without_record"]
 
 BANDS = 32
 """Impact bands per term (a read stops at a band boundary)."""
-SHARDS = 16
-"""Blocks per band (chosen from the write-cost measurement, docs/search.md)."""
+SHARDS = 128
+"""Blocks per band at most (record-id ranges; chosen from the write cost, docs/search.md)."""
 CODE_LIMIT = 1_000_000_000
 """Impact codes are in [0, CODE_LIMIT) (domain/impact.py)."""
 
@@ -49,6 +51,8 @@ _COMPACT_ID = 127
 _LONG_ID = 126
 _ID_PREFIX = "mem_"
 _ID_BYTES = 32
+_ALPHABET = "234567abcdefghijklmnopqrstuvwxyz"  # base32's id characters, in string order
+_PER_FIRST = SHARDS // len(_ALPHABET)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,19 +68,23 @@ def band_of(code: int) -> int:
     return min(BANDS - 1, max(0, code) * BANDS // CODE_LIMIT)
 
 
+def _rank(char: str) -> int:
+    """A character's place among the base32 id characters (monotone in string order)."""
+    return min(len(_ALPHABET) - 1, bisect.bisect_left(_ALPHABET, char))
+
+
 def shard_of(record_id: str) -> int:
-    """The shard of a record id within a band."""
-    return zlib.crc32(record_id.encode("utf-8")) % SHARDS
+    """The record-id range of a record within a band: its first two id characters, in
+    string order (ids sorting later never get a lower shard)."""
+    body = record_id.removeprefix(_ID_PREFIX)
+    first = _rank(body[0]) if body else 0
+    second = _rank(body[1]) if len(body) > 1 else 0
+    return first * _PER_FIRST + second * _PER_FIRST // len(_ALPHABET)
 
 
 def block_key(code: int, record_id: str) -> str:
-    """The sort key of the block holding this posting: ``{band:02d}#{shard:02d}``."""
-    return f"{band_of(code):02d}#{shard_of(record_id):02d}"
-
-
-def band_of_key(key: str) -> int:
-    """The band of a block sort key."""
-    return int(key[:2])
+    """The sort key of the block holding this posting: ``{band:02d}#{shard:03d}``."""
+    return f"{band_of(code):02d}#{shard_of(record_id):03d}"
 
 
 def _order(entry: BlockPosting) -> tuple[int, str]:

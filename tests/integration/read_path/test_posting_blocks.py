@@ -1,21 +1,23 @@
 """Packed posting blocks on DynamoDB (moto): what the projector writes, what a search reads.
 
 docs/search.md, "Posting blocks": replays and reorderings of the projector's writes leave
-the same bytes; two writers of one block lose nothing; a read returns exactly the best
-``limit`` postings, whatever the process remembered about earlier reads; a deleted posting
-is never read again.
+the same bytes; two writers of one block lose nothing; a read returns ``limit`` postings
+in the old key order, holding every posting of a band above the last it reached, whatever
+the process remembered about earlier reads; a deleted posting is never read again.
 """
 
 from __future__ import annotations
 
+import hashlib
 import random
 from typing import Any
 
 from engram_memory.adapters.dynamodb.posting_writer import PostingChange, PostingWriter
 from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore, space
+from engram_memory.domain.canonical import record_id_for
 from engram_memory.domain.context import Scope
-from engram_memory.domain.impact import posting_codes, top_postings
-from engram_memory.domain.posting_blocks import BlockPosting, decode
+from engram_memory.domain.impact import impact_code, posting_codes, top_postings
+from engram_memory.domain.posting_blocks import BlockPosting, band_of, decode
 from engram_memory.domain.ranking import AnalyzedDocument, Posting
 
 from tests.integration.conftest import AwsEnv
@@ -32,7 +34,7 @@ def _documents(count: int, seed: int = 3) -> list[AnalyzedDocument]:
     """Records that share the term ``quokka`` with varied impact (tf and field lengths)."""
     rng = random.Random(seed)
     return [AnalyzedDocument(
-        f"mem_{n:04d}",
+        record_id_for("sha256:" + hashlib.sha256(f"{seed}-{n}".encode()).hexdigest()),
         (rng.randint(2, 40), 0, 0, rng.randint(0, 60), 3),
         {"quokka": (rng.randint(1, 6), 0, 0, rng.randint(0, 3), 0),
          f"only{n}": (1, 0, 0, 0, 0)},
@@ -109,9 +111,15 @@ def test_two_writers_of_one_block_both_land(aws: AwsEnv) -> None:
     assert _blocks(aws, scope)[("DF:quokka", "DF")] == b"2"
 
 
-def test_a_read_returns_exactly_the_best_postings_cold_warm_and_after_deletes(
-    aws: AwsEnv,
-) -> None:
+def _band_complete(read: list[Posting], everything: list[Posting]) -> bool:
+    """The read holds every posting of a higher impact band than the lowest it reached."""
+    codes = {p.record_id: impact_code(p.tf, p.lengths) for p in everything}
+    lowest = min(band_of(codes[p.record_id]) for p in read)
+    return {p.record_id for p in everything if band_of(codes[p.record_id]) > lowest} <= {
+        p.record_id for p in read}
+
+
+def test_a_read_returns_the_best_postings_cold_warm_and_after_deletes(aws: AwsEnv) -> None:
     store = _store(aws)
     scope = Scope(TENANT, "ws-read")
     docs = _documents(400)
@@ -122,26 +130,32 @@ def test_a_read_returns_exactly_the_best_postings_cold_warm_and_after_deletes(
                                       lambda **_: queries.append(1), unique_id="count")
 
     cold = store.postings(scope, "quokka", 40)
-    assert cold == top_postings(everything, 40)
+    assert len(cold) == 40
+    assert cold == sorted(cold, key=lambda p: (impact_code(p.tf, p.lengths), p.record_id),
+                          reverse=True)
+    assert _band_complete(cold, everything)
     queries.clear()
-    assert store.postings(scope, "quokka", 40) == cold  # warm: one Query
+    warm = store.postings(scope, "quokka", 40)  # one Query, at least as many blocks
     assert len(queries) == 1
-    # Another process (nothing remembered) reads the same.
-    assert _store(aws).postings(scope, "quokka", 40) == cold
+    assert _band_complete(warm, everything)
+    both = {p.record_id: p for p in cold + warm}
+    assert top_postings(list(both.values()), 40) == warm
 
-    # The best ones are deleted (a forget): the remembered band now holds too few.
+    # The best ones are deleted (a forget): they are never read again.
+    gone = {p.record_id for p in warm[:30]}
     for doc in docs:
-        if doc.record_id in {p.record_id for p in cold[:30]}:
+        if doc.record_id in gone:
             store.delete_postings(scope, doc.record_id, list(posting_codes(doc).items()))
-    left = [p for p in everything if p.record_id not in {c.record_id for c in cold[:30]}]
+    left = [p for p in everything if p.record_id not in gone]
     after = store.postings(scope, "quokka", 40)
-    assert after == top_postings(left, 40)
-    assert not {p.record_id for p in after} & {c.record_id for c in cold[:30]}
+    assert len(after) == 40
+    assert not {p.record_id for p in after} & gone
+    assert _band_complete(after, left)
     assert store.postings(scope, "quokka", 1000) == top_postings(left, 1000)
     aws.dynamodb.meta.events.unregister("after-call.dynamodb.Query", unique_id="count")
 
 
-def test_a_read_stops_at_a_band_boundary_not_at_the_end_of_the_term(aws: AwsEnv) -> None:
+def test_a_read_stops_once_it_holds_enough_not_at_the_end_of_the_term(aws: AwsEnv) -> None:
     store = _store(aws)
     scope = Scope(TENANT, "ws-bounded")
     store.bulk_load(scope, [(doc, "sha256:" + "0" * 64) for doc in _documents(400)])

@@ -10,7 +10,6 @@ from engram_memory.domain.posting_blocks import (
     SHARDS,
     BlockPosting,
     band_of,
-    band_of_key,
     best,
     block_key,
     decode,
@@ -88,11 +87,51 @@ def test_best_keeps_the_order_of_the_old_per_posting_keys(entries: list[BlockPos
     assert best([e for h in halves for e in decode(h)], limit) == top_postings(real, limit)
 
 
-def test_block_keys_sort_band_major_from_low_to_high_impact() -> None:
+def _read_in_key_order(entries: list[BlockPosting], limit: int) -> list[Posting]:
+    """What a store returns: whole blocks in descending key order until ``limit``, sorted."""
+    blocks: dict[str, list[BlockPosting]] = {}
+    for entry in entries:
+        blocks.setdefault(block_key(entry.code, entry.posting.record_id), []).append(entry)
+    read: list[BlockPosting] = []
+    for key in sorted(blocks, reverse=True):
+        if len(read) >= limit:
+            break
+        read.extend(decode(encode(blocks[key])))
+    return best(read, limit)
+
+
+product_ids = st.lists(st.text(min_size=1, max_size=8).map(_record_id), min_size=1,
+                       max_size=300, unique=True)
+
+
+@given(product_ids, st.integers(min_value=1, max_value=400))
+def test_postings_of_one_code_are_read_exactly_in_the_old_key_order(
+        ids: list[str], limit: int) -> None:
+    # A term every record has in the same field shape: one code, ordered by record id.
+    entries = [BlockPosting(123_456, Posting(rid, (1, 0, 0, 0, 0), (4, 0, 0, 0, 0)))
+               for rid in ids]
+    assert _read_in_key_order(entries, limit) == top_postings(
+        [e.posting for e in entries], limit)
+
+
+@given(unique_postings, st.integers(min_value=1, max_value=50))
+def test_a_read_holds_every_posting_of_a_band_above_the_last_one_it_reached(
+        entries: list[BlockPosting], limit: int) -> None:
+    read = _read_in_key_order(entries, limit)
+    assert len(read) == min(limit, len(entries))
+    if read:
+        code_of = {e.posting.record_id: e.code for e in entries}
+        lowest = min(band_of(code_of[p.record_id]) for p in read)
+        above = [e.posting for e in entries if band_of(e.code) > lowest]
+        assert {p.record_id for p in above} <= {p.record_id for p in read}
+
+
+def test_block_keys_sort_by_band_then_record_id() -> None:
     assert band_of(0) == 0
     assert band_of(CODE_LIMIT - 1) == BANDS - 1
-    keys = [block_key(code, rid) for code in (0, CODE_LIMIT // 2, CODE_LIMIT - 1)
-            for rid in ("mem_a", "mem_b")]
-    assert [band_of_key(k) for k in sorted(keys)] == sorted(band_of_key(k) for k in keys)
-    assert {int(block_key(7, _record_id(str(n))).split("#")[1])
-            for n in range(500)} == set(range(SHARDS))
+    ids = sorted(_record_id(str(n)) for n in range(2000))
+    for code in (0, CODE_LIMIT // 2, CODE_LIMIT - 1):
+        keys = [block_key(code, rid) for rid in ids]
+        assert keys == sorted(keys)
+        assert len(set(keys)) == SHARDS  # every range used by random ids
+    assert block_key(CODE_LIMIT - 1, ids[0]) > block_key(0, ids[-1])

@@ -4,7 +4,7 @@ Every partition key names the projection generation ``{g}`` (tokenizer + impact 
 versions, ``ranking.PROJECTION_GENERATION``) after the scope, so an index built by another
 tokenizer is never read or written by this code: it is rebuilt (docs/search.md).
 
-* postings  ``POST#{t}#{w}#{g}#{term}`` / ``{band:02d}#{shard:02d}``: ``p`` (binary: a block of
+* postings  ``POST#{t}#{w}#{g}#{term}`` / ``{band:02d}#{shard:03d}``: ``p`` (binary: a block of
   postings, ``domain/posting_blocks.py``)
 * df        ``DF#{t}#{w}#{g}#{term}`` / ``DF``: ``df`` (number, = the term's posting count)
 * doc       ``DOC#{t}#{w}#{g}`` / ``{record_id}``: ``state``, ``digest``, ``len``, ``chunks``
@@ -12,8 +12,8 @@ tokenizer is never read or written by this code: it is rebuilt (docs/search.md).
 * stats     ``STATS#{t}#{w}#{g}`` / ``STATS``: ``n``, ``l0``..``l4`` (numbers, atomic ADD), ``wm``
   (the watermark: every journal event up to this cursor is applied; only ever raised)
 
-Blocks sort by impact band (domain/impact.py, domain/posting_blocks.py), so a term's best K
-are the blocks of its top bands: one descending Query read to a band boundary.
+Blocks sort by impact band, then record-id range (domain/impact.py, domain/posting_blocks.py),
+so a term's best K are its first blocks in one descending Query.
 Stats change only inside the transaction that flips the doc item's state, conditioned on
 the previous state, and df only with the posting it counts (posting_writer.py), so a
 replayed stream record can never count a document twice.
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -45,9 +44,7 @@ from engram_memory.concurrency import in_background
 from engram_memory.domain.errors import RateLimited, StoreUnavailable
 from engram_memory.domain.impact import posting_codes
 from engram_memory.domain.posting_blocks import (
-    SHARDS,
     BlockPosting,
-    band_of_key,
     best,
     decode,
     encode,
@@ -73,9 +70,10 @@ _GET_BATCH = 100
 _MAX_ATTEMPTS = 8
 _TRANSACTION_ACTIONS = 100
 _LENGTH_ATTRS = tuple(f"l{i}" for i in range(len(FIELDS)))
-_FIRST_BLOCKS = 4 * SHARDS
-"""Blocks a term's first read takes when no earlier read of it is remembered (4 bands)."""
-_MAX_PAGE_BLOCKS = 1000
+_FIRST_BLOCKS = 64
+"""Blocks a term's first read takes when no earlier read of it is remembered."""
+_MIN_PAGE_BLOCKS = 16
+_MAX_PAGE_BLOCKS = 2000
 _REMEMBERED_TERMS = 20_000
 POSTINGS_READERS = MAX_QUERY_TERMS
 """Posting Queries in flight at once, per process. A Lambda container serves one search at
@@ -144,80 +142,36 @@ def _document_of(record_id: str, item: dict[str, Any]) -> IndexedDocument:
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _LastRead:
-    """How a term's last read ended: all its blocks, or at a band boundary."""
-
-    whole_term: bool
-    band: int
-    blocks: int
-
-
 class _BlockReader:
-    """One term's blocks, read top band first (the paging of ``postings``)."""
+    """One term's blocks, read in descending key order (the paging of ``postings``)."""
 
     def __init__(self, store: DynamoProjectionStore, pk: str) -> None:
         self._store = store
-        self._pk = pk
-        self.entries: list[BlockPosting] = []
-        self.blocks = 0
-        self.last_band: int | None = None
-        self.more = True
-        self.at_boundary = True
-        self.exhausted = False
-        self._condition = "pk = :pk"
-        self._values: dict[str, Any] = {":pk": {"S": pk}}
-        self._start: dict[str, Any] | None = None
-
-    def _query(self, limit: int | None) -> None:
-        request: dict[str, Any] = {
-            "TableName": self._store.table_name, "KeyConditionExpression": self._condition,
-            "ExpressionAttributeValues": self._values, "ScanIndexForward": False,
+        self._request: dict[str, Any] = {
+            "TableName": store.table_name, "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": pk}}, "ScanIndexForward": False,
             "ProjectionExpression": "sk, #p", "ExpressionAttributeNames": {"#p": BLOCK_ATTRIBUTE},
         }
-        if limit is not None:
-            request["Limit"] = limit
-        if self._start is not None:
-            request["ExclusiveStartKey"] = self._start
-        page = self._store.call("query", **request)
+        self.entries: list[BlockPosting] = []
+        self.blocks = 0
+        self.more = True
+
+    def read_page(self, blocks: int) -> None:
+        """The next ``blocks`` blocks (fewer at the end of the term or past 1 MB)."""
+        page = self._store.call("query", **self._request, Limit=blocks)
         for item in page.get("Items", []):
             self.entries.extend(decode(bytes(item[BLOCK_ATTRIBUTE]["B"])))
             self.blocks += 1
-            self.last_band = band_of_key(item["sk"]["S"])
-        self._start = page.get("LastEvaluatedKey")
-        self.more = self._start is not None
-
-    def read_range(self, lowest: str) -> None:
-        """Every block from the top down to ``lowest`` (a band's first key), all pages."""
-        self._condition = "pk = :pk AND sk >= :lo"
-        self._values = {":pk": {"S": self._pk}, ":lo": {"S": lowest}}
-        self._query(None)
-        while self.more:
-            self._query(None)
-        # Whole bands were read; what follows (if it is needed) is below them.
-        self._condition = "pk = :pk AND sk < :lo"
-        self.more = True
-        self.at_boundary = True
-
-    def read_page(self, blocks: int) -> None:
-        """The next ``blocks`` blocks."""
-        self._query(blocks)
-        self.at_boundary = self.exhausted = not self.more
-
-    def finish_band(self) -> None:
-        """The rest of the band the last block read is in."""
-        self._condition = "pk = :pk AND begins_with(sk, :band)"
-        self._values = {":pk": {"S": self._pk}, ":band": {"S": f"{self.last_band:02d}#"}}
-        self._query(None)
-        while self.more:
-            self._query(None)
-        self.at_boundary = True
+        start = page.get("LastEvaluatedKey")
+        self.more = start is not None
+        if start is not None:
+            self._request["ExclusiveStartKey"] = start
 
     def blocks_for(self, limit: int) -> int:
         """Blocks the next page reads: enough for ``limit`` postings at the density seen."""
         density = len(self.entries) / self.blocks if self.blocks else 1.0
         wanted = (limit - len(self.entries)) / max(density, 0.25) * 1.25
-        return max(SHARDS, min(_MAX_PAGE_BLOCKS, int(wanted) + 1))
+        return max(_MIN_PAGE_BLOCKS, min(_MAX_PAGE_BLOCKS, int(wanted) + 1))
 
 
 class DynamoProjectionStore:
@@ -226,7 +180,7 @@ class DynamoProjectionStore:
     def __init__(self, client: Any, table_name: str) -> None:
         self._client = client
         self._table = table_name
-        self._last_reads: dict[tuple[str, int], _LastRead] = {}
+        self._last_reads: dict[tuple[str, int], int] = {}
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -300,33 +254,24 @@ class DynamoProjectionStore:
         return found
 
     def postings(self, scope: Scope, term: str, limit: int) -> list[Posting]:
-        """The term's ``limit`` highest-impact postings: its blocks read from the top band
-        down to a band boundary (every posting ranked above the cut is read), then merged.
+        """The term's ``limit`` best postings: its blocks in descending key order (impact
+        band, then record-id range) until at least ``limit`` postings are read, sorted.
 
-        How the last read of this term and limit went is remembered per process (a warm
-        container reads a term in one round trip): if it ended at a band, one range Query
-        down to that band; if it read the whole term, one page of twice its blocks; else
-        ``_FIRST_BLOCKS`` blocks. Further pages are sized from the postings per block seen.
-        Which postings come back never depends on what was remembered, only how many
-        pages it takes (docs/search.md, "Posting blocks").
+        The page size is the number of blocks the last read of this term and limit took
+        (remembered per process, a quarter more; a warm container reads a term in one
+        round trip), else ``_FIRST_BLOCKS``; further pages are sized from the postings per
+        block seen. Which postings come back depends only on how many blocks were read
+        (docs/search.md, "Posting blocks").
         """
         pk = f"POST#{space(scope)}#{term}"
         remembered = self._last_reads.get((pk, limit))
         reader = _BlockReader(self, pk)
-        if remembered is None:
-            reader.read_page(_FIRST_BLOCKS)
-        elif remembered.whole_term:
-            reader.read_page(max(_FIRST_BLOCKS, 2 * remembered.blocks))
-        else:
-            reader.read_range(f"{remembered.band:02d}#")
+        reader.read_page(_FIRST_BLOCKS if remembered is None else remembered + remembered // 4 + 2)
         while len(reader.entries) < limit and reader.more:
             reader.read_page(reader.blocks_for(limit))
-        if not reader.at_boundary and reader.last_band is not None:
-            reader.finish_band()
         if len(self._last_reads) >= _REMEMBERED_TERMS:
             self._last_reads.clear()
-        self._last_reads[(pk, limit)] = _LastRead(
-            whole_term=reader.exhausted, band=reader.last_band or 0, blocks=reader.blocks)
+        self._last_reads[(pk, limit)] = reader.blocks
         return best(reader.entries, limit)
 
     def postings_for_terms(self, scope: Scope, terms: Sequence[str],
