@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 from engram_memory.domain.ranking import FIELDS, Posting
 
-__all__ = ["BANDS", "CODE_LIMIT", "SHARDS", "BlockPosting", "band_of", "best", "block_key", "decode", "encode", "shard_of", "with_posting",
-           "without_record"]
+__all__ = ["BANDS", "CODE_LIMIT", "SHARDS", "BlockPosting", "band_of", "best", "block_key",
+           "decode", "encode", "shard_of", "with_posting", "without_record"]
 
 BANDS = 32
 """Impact bands per term (a read stops at a band boundary)."""

@@ -177,10 +177,16 @@ class _BlockReader:
 class DynamoProjectionStore:
     """:class:`~engram_memory.services.ports.read.ProjectionStore` on DynamoDB."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: Any, table_name: str,
+                 generation: str = PROJECTION_GENERATION) -> None:
         self._client = client
         self._table = table_name
+        self._generation = generation
         self._last_reads: dict[tuple[str, int], int] = {}
+
+    def _space(self, scope: Scope) -> str:
+        """``{t}#{w}#{g}`` of this store's generation."""
+        return f"{scope.key}#{self._generation}"
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -200,30 +206,30 @@ class DynamoProjectionStore:
         The watermark and the stats come from the same item version, so a stale read can
         only make the journal tail longer, never skip an event.
         """
-        stats_key = {"pk": {"S": f"STATS#{space(scope)}"}, "sk": {"S": "STATS"}}
+        stats_key = {"pk": {"S": f"STATS#{self._space(scope)}"}, "sk": {"S": "STATS"}}
         wanted = list(dict.fromkeys(terms))[:_GET_BATCH - 1]
-        items = self._batch_get([stats_key] + [df_key(space(scope), t) for t in wanted])
-        stats = items.get(f"STATS#{space(scope)}", {})
+        items = self._batch_get([stats_key] + [df_key(self._space(scope), t) for t in wanted])
+        stats = items.get(f"STATS#{self._space(scope)}", {})
         corpus = CorpusStats(
             doc_count=max(0, int(stats.get("n", {"N": "0"})["N"])),
             length_sums=tuple(max(0, int(stats.get(a, {"N": "0"})["N"])) for a in _LENGTH_ATTRS),
         )
         dfs = {}
         for term in wanted:
-            item = items.get(df_key(space(scope), term)["pk"]["S"])
+            item = items.get(df_key(self._space(scope), term)["pk"]["S"])
             dfs[term] = max(0, int(item["df"]["N"])) if item and "df" in item else 0
         return SearchStats(corpus, dfs, _watermark_of(stats))
 
     def watermark(self, scope: Scope) -> int:
         """The scope's watermark, strongly consistent (the projector decides from it)."""
-        item = self._get({"pk": {"S": f"STATS#{space(scope)}"}, "sk": {"S": "STATS"}}, True)
+        item = self._get({"pk": {"S": f"STATS#{self._space(scope)}"}, "sk": {"S": "STATS"}}, True)
         return _watermark_of(item or {})
 
     def advance_watermark(self, scope: Scope, cursor: int) -> None:
         """``wm = cursor`` unless it is already there or beyond (a replay never lowers it)."""
         request = {
             "TableName": self._table,
-            "Key": {"pk": {"S": f"STATS#{space(scope)}"}, "sk": {"S": "STATS"}},
+            "Key": {"pk": {"S": f"STATS#{self._space(scope)}"}, "sk": {"S": "STATS"}},
             "UpdateExpression": "SET wm = :c",
             "ConditionExpression": "attribute_not_exists(wm) OR wm < :c",
             "ExpressionAttributeValues": {":c": {"N": str(cursor)}},
@@ -246,7 +252,7 @@ class DynamoProjectionStore:
         found: dict[str, IndexedDocument] = {}
         ids = list(dict.fromkeys(record_ids))
         for start in range(0, len(ids), _GET_BATCH):
-            keys = [{"pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": rid}}
+            keys = [{"pk": {"S": f"DOC#{self._space(scope)}"}, "sk": {"S": rid}}
                     for rid in ids[start:start + _GET_BATCH]]
             for item in self._batch_get_items(keys, consistent=True):
                 document = _document_of(item["sk"]["S"], item)
@@ -263,7 +269,7 @@ class DynamoProjectionStore:
         block seen. Which postings come back depends only on how many blocks were read
         (docs/search.md, "Posting blocks").
         """
-        pk = f"POST#{space(scope)}#{term}"
+        pk = f"POST#{self._space(scope)}#{term}"
         remembered = self._last_reads.get((pk, limit))
         reader = _BlockReader(self, pk)
         reader.read_page(_FIRST_BLOCKS if remembered is None else remembered + remembered // 4 + 2)
@@ -291,14 +297,14 @@ class DynamoProjectionStore:
 
     def document(self, scope: Scope, record_id: str) -> IndexedDocument | None:
         """The doc item (strongly consistent: the projector decides from it)."""
-        item = self._get({"pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": record_id}}, True)
+        item = self._get({"pk": {"S": f"DOC#{self._space(scope)}"}, "sk": {"S": record_id}}, True)
         return None if item is None else _document_of(record_id, item)
 
     def document_terms(self, scope: Scope, document: IndexedDocument) -> list[PostingRef]:
         """The stored (term, impact code) list of a document (all its chunks)."""
         refs: list[PostingRef] = []
         for n in range(document.term_chunks):
-            key = {"pk": {"S": f"DOC#{space(scope)}"},
+            key = {"pk": {"S": f"DOC#{self._space(scope)}"},
                    "sk": {"S": f"{document.record_id}#T#{n:04d}"}}
             item = self._get(key, True)
             if item is not None and item["terms"]["S"]:
@@ -317,7 +323,7 @@ class DynamoProjectionStore:
         codes = posting_codes(analyzed)
         chunks = self._term_list_requests(scope, analyzed.record_id, codes)
         self._batch_write(chunks)
-        PostingWriter(self._client, self._table, space(scope)).apply(
+        PostingWriter(self._client, self._table, self._space(scope)).apply(
             _additions(analyzed, codes))
         return len(chunks)
 
@@ -333,7 +339,7 @@ class DynamoProjectionStore:
         chunks = self._term_list_requests(scope, analyzed.record_id, codes)
         if 2 * len(codes) + len(chunks) + 2 > _TRANSACTION_ACTIONS:
             return False
-        writer = PostingWriter(self._client, self._table, space(scope))
+        writer = PostingWriter(self._client, self._table, self._space(scope))
         changes = _additions(analyzed, codes)
         actions: list[dict[str, Any]] = [
             {"Put": {"TableName": self._table, "Item": chunk["PutRequest"]["Item"]}}
@@ -361,7 +367,7 @@ class DynamoProjectionStore:
                  term_chunks: int) -> dict[str, Any]:
         """The doc item → indexed, only if absent or removed (a replay never recounts)."""
         doc = {
-            "pk": {"S": f"DOC#{space(scope)}"},
+            "pk": {"S": f"DOC#{self._space(scope)}"},
             "sk": {"S": analyzed.record_id},
             "state": {"S": _INDEXED},
             "digest": {"S": record_digest},
@@ -378,7 +384,7 @@ class DynamoProjectionStore:
 
     def delete_postings(self, scope: Scope, record_id: str, refs: Sequence[PostingRef]) -> None:
         """Delete the record's posting under every given (term, code); absent ones are fine."""
-        PostingWriter(self._client, self._table, space(scope)).apply([
+        PostingWriter(self._client, self._table, self._space(scope)).apply([
             PostingChange(term, record_id, code) for term, code in sorted(set(refs))
         ])
 
@@ -386,7 +392,7 @@ class DynamoProjectionStore:
         """Doc → removed and stats −= document, in one transaction; False if not indexed."""
         flip = {"Update": {
             "TableName": self._table,
-            "Key": {"pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": document.record_id}},
+            "Key": {"pk": {"S": f"DOC#{self._space(scope)}"}, "sk": {"S": document.record_id}},
             "UpdateExpression": "SET #st = :removed",
             "ConditionExpression": "#st = :indexed",
             "ExpressionAttributeNames": {"#st": "state"},
@@ -401,7 +407,7 @@ class DynamoProjectionStore:
         """Delete the term-list chunks of a removed document."""
         self._batch_write([
             {"DeleteRequest": {"Key": {
-                "pk": {"S": f"DOC#{space(scope)}"},
+                "pk": {"S": f"DOC#{self._space(scope)}"},
                 "sk": {"S": f"{document.record_id}#T#{n:04d}"},
             }}}
             for n in range(document.term_chunks)
@@ -420,7 +426,7 @@ class DynamoProjectionStore:
         requests: list[dict[str, Any]] = []
         sums = [0] * len(FIELDS)
         dfs: dict[str, int] = {}
-        writer = PostingWriter(self._client, self._table, space(scope))
+        writer = PostingWriter(self._client, self._table, self._space(scope))
         changes: list[PostingChange] = []
         for analyzed, record_digest in documents:
             lengths = _csv(analyzed.lengths)
@@ -432,7 +438,7 @@ class DynamoProjectionStore:
             chunks = self._term_list_requests(scope, analyzed.record_id, codes)
             requests.extend(chunks)
             requests.append({"PutRequest": {"Item": {
-                "pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": analyzed.record_id},
+                "pk": {"S": f"DOC#{self._space(scope)}"}, "sk": {"S": analyzed.record_id},
                 "state": {"S": _INDEXED}, "digest": {"S": record_digest},
                 "len": {"S": lengths}, "chunks": {"N": str(len(chunks))},
             }}})
@@ -448,7 +454,8 @@ class DynamoProjectionStore:
             for (pk, sk), entries in grouped.items())
         self._batch_write(requests)
         for term, count in sorted(dfs.items()):
-            self._call("update_item", TableName=self._table, Key=df_key(space(scope), term),
+            self._call("update_item", TableName=self._table,
+                       Key=df_key(self._space(scope), term),
                        UpdateExpression="ADD df :d",
                        ExpressionAttributeValues={":d": {"N": str(count)}})
         update = self._stats_update(scope, len(documents), sums)["Update"]
@@ -456,14 +463,13 @@ class DynamoProjectionStore:
         if watermark is not None:
             self.advance_watermark(scope, watermark)
 
-    @staticmethod
-    def _term_list_requests(scope: Scope, record_id: str,
+    def _term_list_requests(self, scope: Scope, record_id: str,
                             codes: dict[str, int]) -> list[dict[str, Any]]:
         """PutRequests of the term list: ``term\tcode`` lines, chunked under the item limit."""
         lines = [f"{term}\t{codes[term]}" for term in sorted(codes)]
         return [
             {"PutRequest": {"Item": {
-                "pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": f"{record_id}#T#{n:04d}"},
+                "pk": {"S": f"DOC#{self._space(scope)}"}, "sk": {"S": f"{record_id}#T#{n:04d}"},
                 "terms": {"S": "\n".join(chunk)},
             }}}
             for n, chunk in enumerate(_chunks(lines))
@@ -476,7 +482,7 @@ class DynamoProjectionStore:
         values.update({f":{a}": {"N": str(v)} for a, v in zip(_LENGTH_ATTRS, lengths, strict=True)})
         return {"Update": {
             "TableName": self._table,
-            "Key": {"pk": {"S": f"STATS#{space(scope)}"}, "sk": {"S": "STATS"}},
+            "Key": {"pk": {"S": f"STATS#{self._space(scope)}"}, "sk": {"S": "STATS"}},
             "UpdateExpression": "ADD n :n, " + ", ".join(f"{a} :{a}" for a in _LENGTH_ATTRS),
             "ExpressionAttributeValues": values,
         }}
