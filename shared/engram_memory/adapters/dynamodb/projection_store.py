@@ -70,7 +70,7 @@ _GET_BATCH = 100
 _MAX_ATTEMPTS = 8
 _TRANSACTION_ACTIONS = 100
 _LENGTH_ATTRS = tuple(f"l{i}" for i in range(len(FIELDS)))
-_FIRST_BLOCKS = 64
+_FIRST_BLOCKS = 16
 """Blocks a term's first read takes when no earlier read of it is remembered."""
 _MIN_PAGE_BLOCKS = 16
 _MAX_PAGE_BLOCKS = 2000
@@ -154,24 +154,31 @@ class _BlockReader:
         }
         self.entries: list[BlockPosting] = []
         self.blocks = 0
+        self.needed = 0
+        """Blocks it took to hold ``limit`` postings (all blocks read if never reached)."""
+        self._reached = False
         self.more = True
 
-    def read_page(self, blocks: int) -> None:
+    def read_page(self, blocks: int, limit: int) -> None:
         """The next ``blocks`` blocks (fewer at the end of the term or past 1 MB)."""
         page = self._store.call("query", **self._request, Limit=blocks)
         for item in page.get("Items", []):
             self.entries.extend(decode(bytes(item[BLOCK_ATTRIBUTE]["B"])))
             self.blocks += 1
+            if not self._reached:
+                self.needed = self.blocks
+                self._reached = len(self.entries) >= limit
         start = page.get("LastEvaluatedKey")
         self.more = start is not None
         if start is not None:
             self._request["ExclusiveStartKey"] = start
 
     def blocks_for(self, limit: int) -> int:
-        """Blocks the next page reads: enough for ``limit`` postings at the density seen."""
+        """Blocks the next page reads: enough for ``limit`` postings at the density seen,
+        at most four times what was read so far."""
         density = len(self.entries) / self.blocks if self.blocks else 1.0
-        wanted = (limit - len(self.entries)) / max(density, 0.25) * 1.25
-        return max(_MIN_PAGE_BLOCKS, min(_MAX_PAGE_BLOCKS, int(wanted) + 1))
+        wanted = int((limit - len(self.entries)) / max(density, 0.25) * 1.25) + 1
+        return max(_MIN_PAGE_BLOCKS, min(_MAX_PAGE_BLOCKS, 4 * self.blocks, wanted))
 
 
 class DynamoProjectionStore:
@@ -263,21 +270,23 @@ class DynamoProjectionStore:
         """The term's ``limit`` best postings: its blocks in descending key order (impact
         band, then record-id range) until at least ``limit`` postings are read, sorted.
 
-        The page size is the number of blocks the last read of this term and limit took
-        (remembered per process, a quarter more; a warm container reads a term in one
-        round trip), else ``_FIRST_BLOCKS``; further pages are sized from the postings per
-        block seen. Which postings come back depends only on how many blocks were read
-        (docs/search.md, "Posting blocks").
+        The page size is the number of blocks the last read of this term and limit needed
+        to hold ``limit`` postings (remembered per process, an eighth more; a warm
+        container reads a term in one round trip), else ``_FIRST_BLOCKS``; further pages
+        are sized from the postings per block seen, at most four times the blocks read so
+        far (a term's top bands are sparse, its middle ones can be dense). Which postings
+        come back depends only on how many blocks were read (docs/posting-blocks.md).
         """
         pk = f"POST#{self._space(scope)}#{term}"
         remembered = self._last_reads.get((pk, limit))
         reader = _BlockReader(self, pk)
-        reader.read_page(_FIRST_BLOCKS if remembered is None else remembered + remembered // 4 + 2)
+        first = _FIRST_BLOCKS if remembered is None else remembered + remembered // 8 + 1
+        reader.read_page(first, limit)
         while len(reader.entries) < limit and reader.more:
-            reader.read_page(reader.blocks_for(limit))
+            reader.read_page(reader.blocks_for(limit), limit)
         if len(self._last_reads) >= _REMEMBERED_TERMS:
             self._last_reads.clear()
-        self._last_reads[(pk, limit)] = reader.blocks
+        self._last_reads[(pk, limit)] = reader.needed
         return best(reader.entries, limit)
 
     def postings_for_terms(self, scope: Scope, terms: Sequence[str],
