@@ -421,7 +421,7 @@ def main() -> None:
     parser.add_argument("--forgets", type=int, default=20, help="of those, forgotten")
     parser.add_argument("--top", type=int, default=8, help="terms listed per size (0: none)")
     parser.add_argument("--label", default="", help="the layout's name in the table")
-    parser.add_argument("--model-shards", default="16,64,256,1024,4096",
+    parser.add_argument("--model-shards", default="16,32,64,128,256,1024",
                         help="SHARDS values to price the measured writes at (packed layout)")
     args = parser.parse_args()
     sizes = sorted(int(s) for s in args.sizes.split(","))
