@@ -361,9 +361,10 @@ def model_shards(m: Measured, sizes: list[tuple[int, str, str]], prefix: str,
     postings its (term, band) holds in the table now, divided evenly by ``s`` (record ids
     spread evenly over CRC-32 shards), plus the item's key bytes; the doc, df and stats
     writes are as measured. Each written block was read once before (``read_blocks``).
-    Only for the packed layout (sort keys ``BB#SS``).
+    Only for the packed layout (sort keys ``{band}#{shard}``).
     """
-    if not sizes or not all(len(sk) == 5 and sk[2] == "#" for _, _, sk in sizes[:100]):
+    if not sizes or not all(sk[:2].isdigit() and sk[2:3] == "#" and sk[3:].isdigit()
+                            for _, _, sk in sizes[:100]):
         return []
     band_bytes: dict[tuple[str, str], int] = defaultdict(int)
     for size, term, sk in sizes:
