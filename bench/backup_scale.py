@@ -44,6 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import moto_item_tracker
 import moto_query_window
 from harness import machine, table
 from pydantic import BaseModel
@@ -59,8 +60,8 @@ APPROVER = "operator@bench.test"
 class RoutesClient:
     """The CLI's ``HostClient`` over the real backup routes, without HTTP."""
 
-    def __init__(self, routes: Any, tenant: str) -> None:
-        self._routes, self._tenant = routes, tenant
+    def __init__(self, routes: Any, tenant: str, after_call: Callable[[], object]) -> None:
+        self._routes, self._tenant, self._after_call = routes, tenant, after_call
 
     def call(self, method: str, path: str, *, params: dict[str, Any] | None = None,
              body: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -85,7 +86,9 @@ class RoutesClient:
                 answer = self._routes.lines(scope, parsed)
             else:
                 answer = self._routes.commit(scope, parsed, APPROVER)
-        return dict(json.loads(json.dumps(answer)))  # what the HTTP body would carry
+        body_out = dict(json.loads(json.dumps(answer)))  # what the HTTP body would carry
+        self._after_call()
+        return body_out
 
     def close(self) -> None:
         """Nothing to close."""
@@ -109,8 +112,10 @@ def _release_free_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def timed_with_rss(run: Callable[[], object]) -> tuple[float, float]:
+def timed_with_rss(run: Callable[[], object],
+                   forget: Callable[[], object]) -> tuple[float, float]:
     """Wall seconds of ``run()`` and the resident set's peak above its start, in MiB."""
+    forget()
     _release_free_memory()
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
     start = _status_kib("VmRSS")
@@ -118,8 +123,9 @@ def timed_with_rss(run: Callable[[], object]) -> tuple[float, float]:
     return seconds, max(0, _status_kib("VmHWM") - start) / 1024
 
 
-def traced_peak_mib(run: Callable[[], object]) -> float:
+def traced_peak_mib(run: Callable[[], object], forget: Callable[[], object]) -> float:
     """tracemalloc's peak while ``run()`` runs, in MiB."""
+    forget()
     tracemalloc.start()
     try:
         run()
@@ -140,6 +146,10 @@ def main() -> None:
     parser.add_argument("--moto-query", choices=("window", "as-shipped"), default="window",
                         help="moto's Query reads a page after its start key (bench/"
                              "moto_query_window.py), or sorts and walks the partition")
+    parser.add_argument("--moto-tracker", choices=("cleared", "as-shipped"), default="cleared",
+                        help="let go of the DynamoDB items moto keeps for its dashboard before"
+                             " each phase and after each request (bench/moto_item_tracker.py),"
+                             " or keep them all")
     args = parser.parse_args()
     sizes = QUICK_SIZES if args.quick else tuple(int(s) for s in args.sizes.split(","))
     os.environ.update(BASE_ENV)
@@ -171,7 +181,9 @@ def main() -> None:
         routes = BackupRoutes(DynamoExportReader(dynamodb, settings.table_name),
                               DynamoRestoreWriter(dynamodb, settings.table_name),
                               settings.tenant_id, lambda: int(time.time() * 1000))
-        client: Any = RoutesClient(routes, settings.tenant_id)
+        forget: Callable[[], object] = (moto_item_tracker.clear
+                                        if args.moto_tracker == "cleared" else lambda: None)
+        client: Any = RoutesClient(routes, settings.tenant_id, forget)
         corpus = Corpus()
         began = time.perf_counter()
         rows: list[list[str]] = []
@@ -181,10 +193,11 @@ def main() -> None:
                     rows.append([f"{size:,}", "not started: --max-seconds reached"] + [""] * 10)
                     continue
                 rows.append(measure(size, corpus, settings, dynamodb, client, Path(scratch),
-                                    export_cli, import_cli, verify_file, Scope,
+                                    export_cli, import_cli, verify_file, Scope, forget,
                                     traced=size <= args.trace_up_to))
                 print("... " + " | ".join(rows[-1]), flush=True)  # a partial run keeps it
-    print(f"backup_scale: {machine()}; moto Query: {args.moto_query}; load average at end "
+    print(f"backup_scale: {machine()}; moto Query: {args.moto_query}; "
+          f"moto tracker: {args.moto_tracker}; load average at end "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print("peak MiB: resident set above the phase's start (tracemalloc's peak, where taken)")
     print(table(["records", "plant s", "bundle MB", "export s", "export rec/s",
@@ -194,7 +207,7 @@ def main() -> None:
 
 def measure(size: int, corpus: Corpus, settings: Any, dynamodb: Any, client: Any,
             scratch: Path, export_cli: Any, import_cli: Any, verify_file: Any,
-            scope_of: Any, *, traced: bool) -> list[str]:
+            scope_of: Any, forget: Callable[[], object], *, traced: bool) -> list[str]:
     """Plant, then time export, verify and restore of ``size`` records, with their peaks."""
     source = f"src-{size}"
     started = time.perf_counter()
@@ -221,13 +234,13 @@ def measure(size: int, corpus: Corpus, settings: Any, dynamodb: Any, client: Any
         ("restore", restore(f"dst-{size}"))]
     cells: list[str] = [f"{size:,}", f"{planted:.1f}"]
     for name, run in phases:
-        seconds, rss = timed_with_rss(run)
+        seconds, rss = timed_with_rss(run, forget)
         if name == "export":
             cells.append(f"{bundle.stat().st_size / 1e6:.1f}")
         peak = f"{rss:.1f}"
         if traced:  # the same work again (a restore into a third empty workspace)
             again = restore(f"mem-{size}") if name == "restore" else run
-            peak += f" ({traced_peak_mib(again):.1f})"
+            peak += f" ({traced_peak_mib(again, forget):.1f})"
         cells += [f"{seconds:.1f}", f"{size / seconds:,.0f}", peak]
         print(f"... {size:,} {name}: {seconds:.1f} s, peak {peak} MiB"
               + (f", bundle {digests[0]}" if name == "export" else ""), flush=True)
