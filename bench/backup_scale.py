@@ -16,7 +16,12 @@ verified by the route, commit), after asking the source for its tombstones since
 bundle as the command does. Memory, in the timed pass: the process's peak resident set
 above its size when the phase starts (Linux ``VmHWM``, reset through ``/proc/self/clear_refs``
 after a ``gc.collect()`` and ``malloc_trim`` hand freed memory back), i.e. what the command,
-the route and moto held at once (a restore's includes the items moto adds to its tables).
+the route and moto held at once (a restore's includes the items moto adds to its tables and
+its stream, which stay: "restore kept MiB" is the resident set above the start after the
+restore, once its garbage is handed back). moto also keeps every DynamoDB item it creates,
+the copies each Query answers with included, in a list for its dashboard;
+``--moto-tracker cleared`` (the default) empties it before each phase and after each
+request (bench/moto_item_tracker.py), ``as-shipped`` measures moto as it ships.
 For sizes up to ``--trace-up-to`` a second pass also takes ``tracemalloc``'s peak (Python
 allocations only; tracing slows a phase several times, too much for 50k records on a
 shared box). A size stops being started once ``--max-seconds`` have passed.
@@ -113,14 +118,18 @@ def _release_free_memory() -> None:
 
 
 def timed_with_rss(run: Callable[[], object],
-                   forget: Callable[[], object]) -> tuple[float, float]:
-    """Wall seconds of ``run()`` and the resident set's peak above its start, in MiB."""
+                   forget: Callable[[], object]) -> tuple[float, float, float]:
+    """Wall seconds of ``run()``, the resident set's peak above its start and what stays
+    resident above the start once the phase's garbage is handed back, in MiB."""
     forget()
     _release_free_memory()
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
     start = _status_kib("VmRSS")
     seconds = timed(run)
-    return seconds, max(0, _status_kib("VmHWM") - start) / 1024
+    peak = _status_kib("VmHWM")
+    forget()
+    _release_free_memory()
+    return seconds, max(0, peak - start) / 1024, max(0, _status_kib("VmRSS") - start) / 1024
 
 
 def traced_peak_mib(run: Callable[[], object], forget: Callable[[], object]) -> float:
@@ -190,7 +199,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="engram-backup-bench-") as scratch:
             for size in sizes:
                 if time.perf_counter() - began > args.max_seconds:
-                    rows.append([f"{size:,}", "not started: --max-seconds reached"] + [""] * 10)
+                    rows.append([f"{size:,}", "not started: --max-seconds reached"] + [""] * 11)
                     continue
                 rows.append(measure(size, corpus, settings, dynamodb, client, Path(scratch),
                                     export_cli, import_cli, verify_file, Scope, forget,
@@ -199,10 +208,11 @@ def main() -> None:
     print(f"backup_scale: {machine()}; moto Query: {args.moto_query}; "
           f"moto tracker: {args.moto_tracker}; load average at end "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print("peak MiB: resident set above the phase's start (tracemalloc's peak, where taken)")
+    print("peak MiB: resident set above the phase's start (tracemalloc's peak, where taken); "
+          "kept MiB: still resident after it (moto's tables and stream)")
     print(table(["records", "plant s", "bundle MB", "export s", "export rec/s",
                  "export peak MiB", "verify s", "verify rec/s", "verify peak MiB",
-                 "restore s", "restore rec/s", "restore peak MiB"], rows))
+                 "restore s", "restore rec/s", "restore peak MiB", "restore kept MiB"], rows))
 
 
 def measure(size: int, corpus: Corpus, settings: Any, dynamodb: Any, client: Any,
@@ -234,7 +244,7 @@ def measure(size: int, corpus: Corpus, settings: Any, dynamodb: Any, client: Any
         ("restore", restore(f"dst-{size}"))]
     cells: list[str] = [f"{size:,}", f"{planted:.1f}"]
     for name, run in phases:
-        seconds, rss = timed_with_rss(run, forget)
+        seconds, rss, kept = timed_with_rss(run, forget)
         if name == "export":
             cells.append(f"{bundle.stat().st_size / 1e6:.1f}")
         peak = f"{rss:.1f}"
@@ -242,8 +252,9 @@ def measure(size: int, corpus: Corpus, settings: Any, dynamodb: Any, client: Any
             again = restore(f"mem-{size}") if name == "restore" else run
             peak += f" ({traced_peak_mib(again, forget):.1f})"
         cells += [f"{seconds:.1f}", f"{size / seconds:,.0f}", peak]
-        print(f"... {size:,} {name}: {seconds:.1f} s, peak {peak} MiB"
+        print(f"... {size:,} {name}: {seconds:.1f} s, peak {peak} MiB, kept {kept:.1f} MiB"
               + (f", bundle {digests[0]}" if name == "export" else ""), flush=True)
+    cells.append(f"{kept:.1f}")  # the restore's
     bundle.unlink()
     return cells
 
