@@ -8,9 +8,9 @@ before each phase and after each request: bench/moto_item_tracker.py). Per size,
 export and then the restore of ``backup_scale``'s planted workspace, each traced from its
 start: the peak of Python allocations, what is still allocated once the phase is over
 (tracker cleared, garbage collected), and of that, moto's stream records (measured by
-dropping the ones the phase added) and the rest (the items moto keeps in its tables); then
-the lines that allocated what stays. If ``peak - kept`` holds across sizes, what grows
-with the records is what moto stores, not what the commands or the routes hold.
+dropping the ones the phase added) and the rest (the items moto keeps in its tables); the
+lines that allocated what stays, then a table. If ``peak - kept`` holds across sizes, what
+grows with the records is what moto stores, not what the commands or the routes hold.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 
 import moto_item_tracker
 from backup_scale import Session, session, workspaces
+from harness import machine, table
 from search_scale import Corpus
 
 MIB = 2**20
@@ -39,12 +40,12 @@ def main_table(bench: Session) -> Any:
     return dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].tables[bench.settings.table_name]
 
 
-def trace(name: str, size: int, run: Callable[[], object], table: Any) -> None:
-    """Run one phase under tracemalloc and print its peak, what stays and where."""
-    shard = table.stream_shard
+def trace(name: str, size: int, run: Callable[[], object], moto_table: Any) -> list[str]:
+    """Run one phase under tracemalloc, print where what stays was allocated; its row."""
+    shard = moto_table.stream_shard
     moto_item_tracker.clear()
     gc.collect()
-    items_before = sum(len(partition) for partition in table.items.values())
+    items_before = sum(len(partition) for partition in moto_table.items.values())
     records_before = len(shard.items)
     tracemalloc.start()
     try:
@@ -62,16 +63,16 @@ def trace(name: str, size: int, run: Callable[[], object], table: Any) -> None:
         stream = held - tracemalloc.get_traced_memory()[0]
     finally:
         tracemalloc.stop()
-    items = sum(len(partition) for partition in table.items.values()) - items_before
-    print(f"{size:,} {name}: traced peak {peak / MIB:.1f} MiB, kept {kept / MIB:.1f} MiB, "
-          f"peak - kept {(peak - kept) / MIB:.1f} MiB; moto added {items:,} table items "
-          f"and {added:,} stream records: stream {stream / MIB:.1f} MiB, the rest "
-          f"{(kept - stream) / MIB:.1f} MiB ({kept / size / 1024:.1f} KiB per record)",
-          flush=True)
+    items = sum(len(partition) for partition in moto_table.items.values()) - items_before
+    print(f"... {size:,} {name}: moto added {items:,} table items and {added:,} stream "
+          "records; what stays, by the line that allocated it:", flush=True)
     for stat in after.compare_to(before, "lineno")[:5]:
         frame = stat.traceback[0]
         where = frame.filename.split("site-packages/")[-1].split("python3.11/")[-1]
-        print(f"    {stat.size_diff / MIB:6.1f} MiB  {where}:{frame.lineno}")
+        print(f"...   {stat.size_diff / MIB:6.1f} MiB  {where}:{frame.lineno}")
+    return [f"{size:,}", name, f"{peak / MIB:.1f}", f"{kept / MIB:.1f}",
+            f"{(peak - kept) / MIB:.1f}", f"{stream / MIB:.1f}",
+            f"{(kept - stream) / MIB:.1f}", f"{kept / size / 1024:.1f}"]
 
 
 def main() -> None:
@@ -80,15 +81,22 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000")
     sizes = tuple(int(s) for s in parser.parse_args().sizes.split(","))
     workspaces(sizes)
+    rows: list[list[str]] = []
     with session(window=True, forget=moto_item_tracker.clear) as bench, \
             tempfile.TemporaryDirectory(prefix="engram-backup-memory-") as scratch:
-        table, corpus = main_table(bench), Corpus()
+        main, corpus = main_table(bench), Corpus()
         for size in sizes:
             source = bench.plant(size, corpus)
             bundle = Path(scratch) / f"{source}.bundle"
-            trace("export", size, partial(bench.export, source, bundle), table)
-            trace("restore", size, partial(bench.restore, bundle, f"dst-{size}"), table)
+            rows.append(trace("export", size, partial(bench.export, source, bundle), main))
+            rows.append(trace("restore", size, partial(bench.restore, bundle, f"dst-{size}"),
+                              main))
             bundle.unlink()
+    print(f"backup_memory: {machine()}; moto Query: window; moto tracker: cleared")
+    print("MiB of Python allocations (tracemalloc) from the phase's start; kept: still "
+          "allocated after it; stream: moto's stream records among them; table: the rest")
+    print(table(["records", "phase", "peak MiB", "kept MiB", "peak - kept MiB", "stream MiB",
+                 "table MiB", "kept KiB/record"], rows))
 
 
 if __name__ == "__main__":
