@@ -27,8 +27,9 @@ the journal head set to the last cursor, and the projection through
 ``DynamoProjectionStore.bulk_load`` (the same item layout the projector writes). Sizes
 grow incrementally in one mocked account. Each search goes through the real search Lambda
 handler (validation, ranking, revalidation, budgets, receipts); DynamoDB calls are counted
-with a botocore ``before-call`` hook on the handler's client, postings read as the items
-its ``Query`` calls returned (``after-call``), sequential round trips with bench/aws_calls.py.
+with a botocore ``before-call`` hook on the handler's client, postings read as
+the postings in the blocks its ``Query`` calls returned (``after-call``), sequential round
+trips with bench/aws_calls.py.
 """
 
 from __future__ import annotations
@@ -410,6 +411,7 @@ def main() -> None:
     with mock_aws():
         from engram_memory import bootstrap
         from engram_memory.composition import search as search_root
+        from engram_memory.domain.posting_blocks import decode
         from engram_memory.local.provisioning import create_tables
 
         bootstrap.reset()
@@ -418,10 +420,12 @@ def main() -> None:
         calls, read = [0], [0]
         dynamodb.meta.events.register(
             "before-call.dynamodb", lambda **_: calls.__setitem__(0, calls[0] + 1))
-        # Postings read = items the postings Queries returned (the only Query search makes).
+        # Postings read = postings in the blocks the postings Queries returned (the only
+        # Query search makes).
         dynamodb.meta.events.register(
             "after-call.dynamodb.Query",
-            lambda parsed, **_: read.__setitem__(0, read[0] + int(parsed.get("Count", 0))))
+            lambda parsed, **_: read.__setitem__(0, read[0] + sum(
+                len(decode(bytes(i["p"]["B"]))) for i in parsed.get("Items", []))))
         meter = CostMeter(dynamodb)
         create_tables(boto3.client("dynamodb", region_name="us-east-1"), bootstrap.settings())
         corpus = Corpus()

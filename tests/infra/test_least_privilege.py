@@ -316,7 +316,7 @@ def _called_actions(*modules: str) -> set[str]:
     for module in modules:
         source = inspect.getsource(importlib.import_module(module))
         operations = set(re.findall(r"\.(\w+)\(", source))
-        operations |= set(re.findall(r'_call\(\s*"(\w+)"', source))  # getattr dispatch
+        operations |= set(re.findall(r'(?:\b_call|\.call)\(\s*"(\w+)"', source))  # dispatch
         found |= {_IAM_ACTION[op] for op in operations if op in _IAM_ACTION}
         if "transact_write_items" in operations:
             found |= {f"dynamodb:{kind}Item" for kind in

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from engram_memory import bootstrap, semantic_wiring
+from engram_memory.adapters.dynamodb.previous_generation import (
+    PerPostingProjectionStore,
+    previous_generation,
+)
 from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore
 from engram_memory.composition.reads import record_reader, semantic_channel
 from engram_memory.domain.ranking import DEFAULT_POSTINGS_PER_TERM, RankingConfig
@@ -25,9 +29,13 @@ def service() -> SearchService:
     s = bootstrap.settings()
     config = ranking_config(s)
     projection = DynamoProjectionStore(bootstrap.dynamodb_client(), s.projection_table_name)
+    generation = previous_generation()
+    previous = (None if generation is None else
+                PerPostingProjectionStore(bootstrap.dynamodb_client(), s.projection_table_name,
+                                          generation))
     return SearchService(record_reader(), projection, bootstrap.clock(),
                          PageCursorCodec(bootstrap.page_cursor_secret()),
                          Redactor(s.redaction_allowlist), config,
                          semantic_wiring.channel_settings(s, semantic_channel()),
                          tail_bound=s.search_tail_bound or DEFAULT_TAIL_BOUND,
-                         purpose_scope=s.purpose_scope)
+                         purpose_scope=s.purpose_scope, previous=previous)

@@ -32,9 +32,12 @@ SCORE_DECIMALS = 9
 """Scores are rounded before ordering so the order always agrees with the shown scores."""
 IMPACT_VERSION = "2"
 """Version of the impact key the postings are ordered by (domain/impact.py); 2: k1 = 2.5."""
-PROJECTION_GENERATION = f"t{TOKENIZER_VERSION}i{IMPACT_VERSION}"
-"""Names the projection's key space: a new tokenizer or impact key is a new, empty index
-(rebuilt from canonical state, docs/search.md "Generations"), never mixed with the old one."""
+POSTING_LAYOUT_VERSION = "1"
+"""Version of the stored posting layout (1: packed blocks, domain/posting_blocks.py)."""
+PROJECTION_GENERATION = f"t{TOKENIZER_VERSION}i{IMPACT_VERSION}b{POSTING_LAYOUT_VERSION}"
+"""Names the projection's key space: a new tokenizer, impact key or posting layout is a new,
+empty index (rebuilt from canonical state, docs/search.md "Generations"), never mixed with
+the old one."""
 DEFAULT_POSTINGS_PER_TERM = 2000
 """K: postings read per query term, highest impact first (chosen in docs/search.md)."""
 DEFAULT_POSTINGS_BUDGET = 8000

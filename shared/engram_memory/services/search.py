@@ -24,6 +24,7 @@ from engram_memory.contract.inputs import SearchArgs
 from engram_memory.contract.outputs import SearchValue
 from engram_memory.domain.canonical import DigestKind, digest, digest_without
 from engram_memory.domain.errors import (
+    ProjectionStale,
     RankingUnavailable,
     StalePage,
     StoreUnavailable,
@@ -109,11 +110,15 @@ class SearchService:
                  config: RankingConfig = DEFAULT_CONFIG,
                  channels: ChannelSettings | None = None,
                  tail_bound: int = DEFAULT_TAIL_BOUND,
-                 purpose_scope: str = PURPOSE_SCOPE_BOUND) -> None:
+                 purpose_scope: str = PURPOSE_SCOPE_BOUND,
+                 previous: ProjectionStore | None = None) -> None:
         self._records = records
         self._purpose_scope = purpose_scope
         self._projection = projection
         self._tail = JournalTail(records, projection, tail_bound)
+        # The previous generation, while the current one is rebuilt (docs/reindex.md).
+        self._previous = (None if previous is None else
+                          (previous, JournalTail(records, previous, tail_bound)))
         self._clock = clock
         self._codec = codec
         self._redactor = redactor
@@ -184,6 +189,19 @@ class SearchService:
 
     def _rank(self, scope: Scope, query: str, with_tail: bool
               ) -> tuple[int, list[ScoredRecord], TailDelta, dict[str, RecordRow]]:
+        """:meth:`_rank_in` the current generation; while that one is being rebuilt (too
+        far behind the head), in the previous one, if there is one it can be."""
+        try:
+            return self._rank_in(self._projection, self._tail, scope, query, with_tail)
+        except ProjectionStale:
+            if self._previous is None:
+                raise
+            projection, tail = self._previous
+            return self._rank_in(projection, tail, scope, query, with_tail)
+
+    def _rank_in(self, projection: ProjectionStore, tail: JournalTail, scope: Scope,
+                 query: str, with_tail: bool
+                 ) -> tuple[int, list[ScoredRecord], TailDelta, dict[str, RecordRow]]:
         """The pinned head, the lexical ranking at it (projection + journal tail, its best
         candidates' scores completed), the tail itself (read even without query terms when
         ``with_tail``: semantic needs it) and the record rows completion read."""
@@ -192,17 +210,17 @@ class SearchService:
             head = self._records.head_cursor(scope)
             if not with_tail:
                 return head, [], TailDelta(), {}
-            mark = self._projection.search_stats(scope, []).watermark
-            return head, [], self._tail.delta(scope, mark, head), {}
+            mark = projection.search_stats(scope, []).watermark
+            return head, [], tail.delta(scope, mark, head), {}
         # One round trip for all three: the head, the stats with the watermark, the postings.
         head_future = in_background(lambda: self._records.head_cursor(scope))
-        stats_future = in_background(lambda: self._projection.search_stats(scope, terms))
+        stats_future = in_background(lambda: projection.search_stats(scope, terms))
         # Each term reads its best postings (highest impact first) within one per-search
         # budget, all terms at once: cost and round trips are bounded (docs/search.md).
         k = self._config.postings_for(len(terms))
-        postings = self._projection.postings_for_terms(scope, terms, k)
+        postings = projection.postings_for_terms(scope, terms, k)
         head, stats = head_future.result(), stats_future.result()
-        delta = self._tail.delta(scope, stats.watermark, head)
+        delta = tail.delta(scope, stats.watermark, head)
         view = merge_tail(terms, postings, stats.corpus, stats.dfs, delta, k)
         if not any(view.postings.values()):
             return head, [], delta, {}

@@ -15,6 +15,7 @@ from engram_memory.services.ports.write import DueExpiry
 
 from functions.expiry_sweeper import handler as sweeper_module
 from tests.integration.expiry.support import HOUR_MS, SCOPE, Expiry
+from tests.support.posting_blocks import postings_by_term
 
 
 def _expire_events(expiry: Expiry) -> list[dict]:
@@ -130,10 +131,9 @@ def test_get_and_search_never_return_an_expired_record_and_postings_go(
     assert expiry.sweep()["expired"] == 1
     expiry.project()
     assert expiry.record_item(record_id)["projection_invalidation"]["S"] == "complete"
-    postings = [item for item in expiry.aws.scan(expiry.aws.settings.projection_table_name)
-                if item["pk"]["S"].startswith("POST#")
-                and item["sk"]["S"].endswith(f"#{record_id}")]
-    assert postings == []
+    postings = postings_by_term(expiry.aws.scan(expiry.aws.settings.projection_table_name))
+    assert [term for term, ids in postings.items() if record_id in ids] == []
+    assert postings["vicuna"] == [kept]
     # Canonical state, not the clock, now refuses it: even a reader at an earlier time.
     expiry.clock.now -= 2 * HOUR_MS
     assert expiry.search("vicuna gateway") == [kept]

@@ -109,7 +109,9 @@ def test_the_projection_holds_no_candidate_or_blob_material(read_path: ReadPath)
     read_path.call_capture_only("Koala secret pending text.")
     read_path.admit("Lemur accepted text.")
     read_path.project()
-    dump = json.dumps(read_path.aws.scan(read_path.aws.settings.projection_table_name))
+    # Binary posting blocks are read as latin-1, so text inside them would show here too.
+    dump = json.dumps(read_path.aws.scan(read_path.aws.settings.projection_table_name),
+                      default=lambda value: bytes(value).decode("latin-1"))
     assert "koala" not in dump
     assert "cand_" not in dump
     assert "lemur" in dump

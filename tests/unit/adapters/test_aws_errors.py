@@ -28,6 +28,8 @@ from engram_memory.adapters.stepfunctions.workflow import StepFunctionsConfirmat
 from engram_memory.adapters.vectors.s3_vectors import S3VectorsIndex
 from engram_memory.domain.context import Scope, Tool
 from engram_memory.domain.errors import EngramError
+from engram_memory.domain.posting_blocks import BlockPosting
+from engram_memory.domain.ranking import Posting
 from engram_memory.services.ports.semantic import SemanticChannelError
 
 SCOPE = Scope("tenant-a", "ws-1")
@@ -47,8 +49,8 @@ class FailingClient:
 
 def _posting_writer(client: Any) -> None:
     writer = PostingWriter(client, "projection", "t#w#g", sleep=lambda _s: None)
-    key = {"pk": {"S": "POST#x"}, "sk": {"S": "1#r"}}
-    writer.apply([PostingChange("term", key, {**key, "tf": {"S": "1"}})])
+    entry = BlockPosting(1, Posting("r", (1, 0, 0, 0, 0), (1, 1, 1, 1, 1)))
+    writer.apply([PostingChange("term", "r", 1, entry)])
 
 
 # One operation per adapter: each reaches AWS through the adapter's own error handling.

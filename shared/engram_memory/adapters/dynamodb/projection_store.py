@@ -4,14 +4,16 @@ Every partition key names the projection generation ``{g}`` (tokenizer + impact 
 versions, ``ranking.PROJECTION_GENERATION``) after the scope, so an index built by another
 tokenizer is never read or written by this code: it is rebuilt (docs/search.md).
 
-* posting   ``POST#{t}#{w}#{g}#{term}`` / ``{impact:09d}#{record_id}``: ``tf``, ``len`` (CSV)
+* postings  ``POST#{t}#{w}#{g}#{term}`` / ``{band:02d}#{shard:04d}``: ``p`` (binary: a block of
+  postings, ``domain/posting_blocks.py``)
 * df        ``DF#{t}#{w}#{g}#{term}`` / ``DF``: ``df`` (number, = the term's posting count)
 * doc       ``DOC#{t}#{w}#{g}`` / ``{record_id}``: ``state``, ``digest``, ``len``, ``chunks``
 * doc terms ``DOC#{t}#{w}#{g}`` / ``{record_id}#T#{n:04d}``: ``terms`` (``term\tcode`` lines)
 * stats     ``STATS#{t}#{w}#{g}`` / ``STATS``: ``n``, ``l0``..``l4`` (numbers, atomic ADD), ``wm``
   (the watermark: every journal event up to this cursor is applied; only ever raised)
 
-Postings sort by impact (domain/impact.py), so a term's best K are one descending Query.
+Blocks sort by impact band, then record-id range (domain/impact.py, domain/posting_blocks.py),
+so a term's best K are its first blocks in one descending Query.
 Stats change only inside the transaction that flips the doc item's state, conditioned on
 the previous state, and df only with the posting it counts (posting_writer.py), so a
 replayed stream record can never count a document twice.
@@ -32,10 +34,21 @@ from engram_memory.adapters.aws_errors import (
     is_transaction_busy,
     translate,
 )
-from engram_memory.adapters.dynamodb.posting_writer import PostingChange, PostingWriter, df_key
+from engram_memory.adapters.dynamodb.posting_writer import (
+    BLOCK_ATTRIBUTE,
+    PostingChange,
+    PostingWriter,
+    df_key,
+)
 from engram_memory.concurrency import in_background
 from engram_memory.domain.errors import RateLimited, StoreUnavailable
-from engram_memory.domain.impact import posting_codes, record_of, sort_key
+from engram_memory.domain.impact import posting_codes
+from engram_memory.domain.posting_blocks import (
+    BlockPosting,
+    best,
+    decode,
+    encode,
+)
 from engram_memory.domain.ranking import (
     FIELDS,
     PROJECTION_GENERATION,
@@ -57,6 +70,11 @@ _GET_BATCH = 100
 _MAX_ATTEMPTS = 8
 _TRANSACTION_ACTIONS = 100
 _LENGTH_ATTRS = tuple(f"l{i}" for i in range(len(FIELDS)))
+_FIRST_BLOCKS = 16
+"""Blocks a term's first read takes when no earlier read of it is remembered."""
+_MIN_PAGE_BLOCKS = 16
+_MAX_PAGE_BLOCKS = 2000
+_REMEMBERED_TERMS = 20_000
 POSTINGS_READERS = MAX_QUERY_TERMS
 """Posting Queries in flight at once, per process. A Lambda container serves one search at
 a time, so every term of a query (at most MAX_QUERY_TERMS) is read in one round trip; in
@@ -100,6 +118,15 @@ def _chunks(terms: Sequence[str]) -> list[list[str]]:
     return chunks if chunks[0] else []
 
 
+def _additions(analyzed: AnalyzedDocument, codes: dict[str, int]) -> list[PostingChange]:
+    """The document's posting of each term, as changes to their blocks."""
+    return [
+        PostingChange(term, analyzed.record_id, codes[term], BlockPosting(codes[term], Posting(
+            analyzed.record_id, analyzed.frequencies[term], analyzed.lengths)))
+        for term in sorted(codes)
+    ]
+
+
 def _watermark_of(stats: dict[str, Any]) -> int:
     value = stats.get("wm")
     return max(0, int(value["N"])) if value is not None else 0
@@ -115,12 +142,58 @@ def _document_of(record_id: str, item: dict[str, Any]) -> IndexedDocument:
     )
 
 
+class _BlockReader:
+    """One term's blocks, read in descending key order (the paging of ``postings``)."""
+
+    def __init__(self, store: DynamoProjectionStore, pk: str) -> None:
+        self._store = store
+        self._request: dict[str, Any] = {
+            "TableName": store.table_name, "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": {"S": pk}}, "ScanIndexForward": False,
+            "ProjectionExpression": "sk, #p", "ExpressionAttributeNames": {"#p": BLOCK_ATTRIBUTE},
+        }
+        self.entries: list[BlockPosting] = []
+        self.blocks = 0
+        self.needed = 0
+        """Blocks it took to hold ``limit`` postings (all blocks read if never reached)."""
+        self._reached = False
+        self.more = True
+
+    def read_page(self, blocks: int, limit: int) -> None:
+        """The next ``blocks`` blocks (fewer at the end of the term or past 1 MB)."""
+        page = self._store.call("query", **self._request, Limit=blocks)
+        for item in page.get("Items", []):
+            self.entries.extend(decode(bytes(item[BLOCK_ATTRIBUTE]["B"])))
+            self.blocks += 1
+            if not self._reached:
+                self.needed = self.blocks
+                self._reached = len(self.entries) >= limit
+        start = page.get("LastEvaluatedKey")
+        self.more = start is not None
+        if start is not None:
+            self._request["ExclusiveStartKey"] = start
+
+    def blocks_for(self, limit: int) -> int:
+        """Blocks the next page reads: enough for ``limit`` postings at the density seen,
+        at most four times what was read so far."""
+        density = len(self.entries) / self.blocks if self.blocks else 1.0
+        wanted = int((limit - len(self.entries)) / max(density, 0.25) * 1.25) + 1
+        return max(_MIN_PAGE_BLOCKS, min(_MAX_PAGE_BLOCKS, 4 * self.blocks, wanted))
+
+
 class DynamoProjectionStore:
     """:class:`~engram_memory.services.ports.read.ProjectionStore` on DynamoDB."""
 
-    def __init__(self, client: Any, table_name: str) -> None:
+    def __init__(self, client: Any, table_name: str,
+                 generation: str = PROJECTION_GENERATION) -> None:
         self._client = client
         self._table = table_name
+        self._generation = generation
+        self._last_reads: dict[tuple[str, int], int] = {}
+
+    def _space(self, scope: Scope) -> str:
+        """``{t}#{w}#{g}`` of this store's generation."""
+        return f"{scope.key}#{self._generation}"
 
     # -- reads -----------------------------------------------------------------------------
 
@@ -140,30 +213,30 @@ class DynamoProjectionStore:
         The watermark and the stats come from the same item version, so a stale read can
         only make the journal tail longer, never skip an event.
         """
-        stats_key = {"pk": {"S": f"STATS#{space(scope)}"}, "sk": {"S": "STATS"}}
+        stats_key = {"pk": {"S": f"STATS#{self._space(scope)}"}, "sk": {"S": "STATS"}}
         wanted = list(dict.fromkeys(terms))[:_GET_BATCH - 1]
-        items = self._batch_get([stats_key] + [df_key(space(scope), t) for t in wanted])
-        stats = items.get(f"STATS#{space(scope)}", {})
+        items = self._batch_get([stats_key] + [df_key(self._space(scope), t) for t in wanted])
+        stats = items.get(f"STATS#{self._space(scope)}", {})
         corpus = CorpusStats(
             doc_count=max(0, int(stats.get("n", {"N": "0"})["N"])),
             length_sums=tuple(max(0, int(stats.get(a, {"N": "0"})["N"])) for a in _LENGTH_ATTRS),
         )
         dfs = {}
         for term in wanted:
-            item = items.get(df_key(space(scope), term)["pk"]["S"])
+            item = items.get(df_key(self._space(scope), term)["pk"]["S"])
             dfs[term] = max(0, int(item["df"]["N"])) if item and "df" in item else 0
         return SearchStats(corpus, dfs, _watermark_of(stats))
 
     def watermark(self, scope: Scope) -> int:
         """The scope's watermark, strongly consistent (the projector decides from it)."""
-        item = self._get({"pk": {"S": f"STATS#{space(scope)}"}, "sk": {"S": "STATS"}}, True)
+        item = self._get({"pk": {"S": f"STATS#{self._space(scope)}"}, "sk": {"S": "STATS"}}, True)
         return _watermark_of(item or {})
 
     def advance_watermark(self, scope: Scope, cursor: int) -> None:
         """``wm = cursor`` unless it is already there or beyond (a replay never lowers it)."""
         request = {
             "TableName": self._table,
-            "Key": {"pk": {"S": f"STATS#{space(scope)}"}, "sk": {"S": "STATS"}},
+            "Key": {"pk": {"S": f"STATS#{self._space(scope)}"}, "sk": {"S": "STATS"}},
             "UpdateExpression": "SET wm = :c",
             "ConditionExpression": "attribute_not_exists(wm) OR wm < :c",
             "ExpressionAttributeValues": {":c": {"N": str(cursor)}},
@@ -186,7 +259,7 @@ class DynamoProjectionStore:
         found: dict[str, IndexedDocument] = {}
         ids = list(dict.fromkeys(record_ids))
         for start in range(0, len(ids), _GET_BATCH):
-            keys = [{"pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": rid}}
+            keys = [{"pk": {"S": f"DOC#{self._space(scope)}"}, "sk": {"S": rid}}
                     for rid in ids[start:start + _GET_BATCH]]
             for item in self._batch_get_items(keys, consistent=True):
                 document = _document_of(item["sk"]["S"], item)
@@ -194,27 +267,27 @@ class DynamoProjectionStore:
         return found
 
     def postings(self, scope: Scope, term: str, limit: int) -> list[Posting]:
-        """The term's ``limit`` highest-impact postings: one descending Query (paged)."""
-        request: dict[str, Any] = {
-            "TableName": self._table,
-            "KeyConditionExpression": "pk = :pk",
-            "ExpressionAttributeValues": {":pk": {"S": f"POST#{space(scope)}#{term}"}},
-            "ProjectionExpression": "sk, tf, #len",
-            "ExpressionAttributeNames": {"#len": "len"},
-            "ScanIndexForward": False,
-        }
-        result: list[Posting] = []
-        while len(result) < limit:
-            request["Limit"] = limit - len(result)
-            page = self._call("query", **request)
-            for item in page.get("Items", []):
-                result.append(Posting(record_of(item["sk"]["S"]), _ints(item["tf"]["S"]),
-                                      _ints(item["len"]["S"])))
-            last = page.get("LastEvaluatedKey")
-            if not last:
-                break
-            request["ExclusiveStartKey"] = last
-        return result[:limit]
+        """The term's ``limit`` best postings: its blocks in descending key order (impact
+        band, then record-id range) until at least ``limit`` postings are read, sorted.
+
+        The page size is the number of blocks the last read of this term and limit needed
+        to hold ``limit`` postings (remembered per process, an eighth more; a warm
+        container reads a term in one round trip), else ``_FIRST_BLOCKS``; further pages
+        are sized from the postings per block seen, at most four times the blocks read so
+        far (a term's top bands are sparse, its middle ones can be dense). Which postings
+        come back depends only on how many blocks were read (docs/posting-blocks.md).
+        """
+        pk = f"POST#{self._space(scope)}#{term}"
+        remembered = self._last_reads.get((pk, limit))
+        reader = _BlockReader(self, pk)
+        first = _FIRST_BLOCKS if remembered is None else remembered + remembered // 8 + 1
+        reader.read_page(first, limit)
+        while len(reader.entries) < limit and reader.more:
+            reader.read_page(reader.blocks_for(limit), limit)
+        if len(self._last_reads) >= _REMEMBERED_TERMS:
+            self._last_reads.clear()
+        self._last_reads[(pk, limit)] = reader.needed
+        return best(reader.entries, limit)
 
     def postings_for_terms(self, scope: Scope, terms: Sequence[str],
                            limit: int) -> dict[str, list[Posting]]:
@@ -233,14 +306,14 @@ class DynamoProjectionStore:
 
     def document(self, scope: Scope, record_id: str) -> IndexedDocument | None:
         """The doc item (strongly consistent: the projector decides from it)."""
-        item = self._get({"pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": record_id}}, True)
+        item = self._get({"pk": {"S": f"DOC#{self._space(scope)}"}, "sk": {"S": record_id}}, True)
         return None if item is None else _document_of(record_id, item)
 
     def document_terms(self, scope: Scope, document: IndexedDocument) -> list[PostingRef]:
         """The stored (term, impact code) list of a document (all its chunks)."""
         refs: list[PostingRef] = []
         for n in range(document.term_chunks):
-            key = {"pk": {"S": f"DOC#{space(scope)}"},
+            key = {"pk": {"S": f"DOC#{self._space(scope)}"},
                    "sk": {"S": f"{document.record_id}#T#{n:04d}"}}
             item = self._get(key, True)
             if item is not None and item["terms"]["S"]:
@@ -259,14 +332,8 @@ class DynamoProjectionStore:
         codes = posting_codes(analyzed)
         chunks = self._term_list_requests(scope, analyzed.record_id, codes)
         self._batch_write(chunks)
-        lengths = _csv(analyzed.lengths)
-        PostingWriter(self._client, self._table, space(scope)).apply([
-            PostingChange(term, key := self._posting_key(scope, term, codes[term],
-                                                         analyzed.record_id),
-                          {**key, "tf": {"S": _csv(analyzed.frequencies[term])},
-                           "len": {"S": lengths}})
-            for term in sorted(codes)
-        ])
+        PostingWriter(self._client, self._table, self._space(scope)).apply(
+            _additions(analyzed, codes))
         return len(chunks)
 
     def index_at_once(self, scope: Scope, analyzed: AnalyzedDocument,
@@ -281,16 +348,14 @@ class DynamoProjectionStore:
         chunks = self._term_list_requests(scope, analyzed.record_id, codes)
         if 2 * len(codes) + len(chunks) + 2 > _TRANSACTION_ACTIONS:
             return False
-        writer = PostingWriter(self._client, self._table, space(scope))
-        lengths = _csv(analyzed.lengths)
+        writer = PostingWriter(self._client, self._table, self._space(scope))
+        changes = _additions(analyzed, codes)
         actions: list[dict[str, Any]] = [
             {"Put": {"TableName": self._table, "Item": chunk["PutRequest"]["Item"]}}
             for chunk in chunks
         ]
-        for term in sorted(codes):
-            key = self._posting_key(scope, term, codes[term], analyzed.record_id)
-            actions.extend(writer.actions(PostingChange(term, key, {
-                **key, "tf": {"S": _csv(analyzed.frequencies[term])}, "len": {"S": lengths}})))
+        # The blocks as read now; the transaction's conditions fail if they change first.
+        actions.extend(writer.plan(changes, writer.read_blocks(changes)))
         actions.append(self._doc_put(scope, analyzed, record_digest, len(chunks)))
         actions.append(self._stats_update(scope, 1, analyzed.lengths))
         try:
@@ -311,7 +376,7 @@ class DynamoProjectionStore:
                  term_chunks: int) -> dict[str, Any]:
         """The doc item → indexed, only if absent or removed (a replay never recounts)."""
         doc = {
-            "pk": {"S": f"DOC#{space(scope)}"},
+            "pk": {"S": f"DOC#{self._space(scope)}"},
             "sk": {"S": analyzed.record_id},
             "state": {"S": _INDEXED},
             "digest": {"S": record_digest},
@@ -328,16 +393,15 @@ class DynamoProjectionStore:
 
     def delete_postings(self, scope: Scope, record_id: str, refs: Sequence[PostingRef]) -> None:
         """Delete the record's posting under every given (term, code); absent ones are fine."""
-        PostingWriter(self._client, self._table, space(scope)).apply([
-            PostingChange(term, self._posting_key(scope, term, code, record_id))
-            for term, code in sorted(set(refs))
+        PostingWriter(self._client, self._table, self._space(scope)).apply([
+            PostingChange(term, record_id, code) for term, code in sorted(set(refs))
         ])
 
     def commit_removed(self, scope: Scope, document: IndexedDocument) -> bool:
         """Doc → removed and stats −= document, in one transaction; False if not indexed."""
         flip = {"Update": {
             "TableName": self._table,
-            "Key": {"pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": document.record_id}},
+            "Key": {"pk": {"S": f"DOC#{self._space(scope)}"}, "sk": {"S": document.record_id}},
             "UpdateExpression": "SET #st = :removed",
             "ConditionExpression": "#st = :indexed",
             "ExpressionAttributeNames": {"#st": "state"},
@@ -352,7 +416,7 @@ class DynamoProjectionStore:
         """Delete the term-list chunks of a removed document."""
         self._batch_write([
             {"DeleteRequest": {"Key": {
-                "pk": {"S": f"DOC#{space(scope)}"},
+                "pk": {"S": f"DOC#{self._space(scope)}"},
                 "sk": {"S": f"{document.record_id}#T#{n:04d}"},
             }}}
             for n in range(document.term_chunks)
@@ -362,34 +426,45 @@ class DynamoProjectionStore:
                   watermark: int | None = None) -> None:
         """Index many never-indexed documents at once (rebuilds, the scale bench).
 
-        Postings, term lists and doc items go out in 25-item batches; the stats and every
-        term's df get one ADD for the whole set. Unlike the projector path this is not
-        replay-safe: run it only on records the projection has never seen. ``watermark``:
+        Blocks (merged with the blocks already there, read consistently), term lists and doc
+        items go out in 25-item batches; the stats and every term's df get one ADD for the
+        whole set. Unlike the projector path this is not replay-safe and must not run beside
+        a projector: run it only on records the projection has never seen. ``watermark``:
         the journal cursor the documents are the accepted_current records of.
         """
         requests: list[dict[str, Any]] = []
         sums = [0] * len(FIELDS)
         dfs: dict[str, int] = {}
+        writer = PostingWriter(self._client, self._table, self._space(scope))
+        changes: list[PostingChange] = []
         for analyzed, record_digest in documents:
             lengths = _csv(analyzed.lengths)
             sums = [a + b for a, b in zip(sums, analyzed.lengths, strict=True)]
             codes = posting_codes(analyzed)
-            for term in sorted(codes):
+            for term in codes:
                 dfs[term] = dfs.get(term, 0) + 1
-                key = self._posting_key(scope, term, codes[term], analyzed.record_id)
-                requests.append({"PutRequest": {"Item": {
-                    **key, "tf": {"S": _csv(analyzed.frequencies[term])}, "len": {"S": lengths},
-                }}})
+            changes.extend(_additions(analyzed, codes))
             chunks = self._term_list_requests(scope, analyzed.record_id, codes)
             requests.extend(chunks)
             requests.append({"PutRequest": {"Item": {
-                "pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": analyzed.record_id},
+                "pk": {"S": f"DOC#{self._space(scope)}"}, "sk": {"S": analyzed.record_id},
                 "state": {"S": _INDEXED}, "digest": {"S": record_digest},
                 "len": {"S": lengths}, "chunks": {"N": str(len(chunks))},
             }}})
+        grouped: dict[tuple[str, str], list[BlockPosting]] = {}
+        for change in changes:
+            where = writer.key(change)
+            if change.entry is not None:
+                grouped.setdefault((where["pk"]["S"], where["sk"]["S"]), []).append(change.entry)
+        for name, data in writer.read_blocks(changes).items():
+            grouped[name] = decode(data) + grouped.get(name, [])
+        requests.extend({"PutRequest": {"Item": {
+            "pk": {"S": pk}, "sk": {"S": sk}, BLOCK_ATTRIBUTE: {"B": encode(entries)}}}}
+            for (pk, sk), entries in grouped.items())
         self._batch_write(requests)
         for term, count in sorted(dfs.items()):
-            self._call("update_item", TableName=self._table, Key=df_key(space(scope), term),
+            self._call("update_item", TableName=self._table,
+                       Key=df_key(self._space(scope), term),
                        UpdateExpression="ADD df :d",
                        ExpressionAttributeValues={":d": {"N": str(count)}})
         update = self._stats_update(scope, len(documents), sums)["Update"]
@@ -397,18 +472,13 @@ class DynamoProjectionStore:
         if watermark is not None:
             self.advance_watermark(scope, watermark)
 
-    @staticmethod
-    def _posting_key(scope: Scope, term: str, code: int, record_id: str) -> dict[str, Any]:
-        return {"pk": {"S": f"POST#{space(scope)}#{term}"}, "sk": {"S": sort_key(code, record_id)}}
-
-    @staticmethod
-    def _term_list_requests(scope: Scope, record_id: str,
+    def _term_list_requests(self, scope: Scope, record_id: str,
                             codes: dict[str, int]) -> list[dict[str, Any]]:
         """PutRequests of the term list: ``term\tcode`` lines, chunked under the item limit."""
         lines = [f"{term}\t{codes[term]}" for term in sorted(codes)]
         return [
             {"PutRequest": {"Item": {
-                "pk": {"S": f"DOC#{space(scope)}"}, "sk": {"S": f"{record_id}#T#{n:04d}"},
+                "pk": {"S": f"DOC#{self._space(scope)}"}, "sk": {"S": f"{record_id}#T#{n:04d}"},
                 "terms": {"S": "\n".join(chunk)},
             }}}
             for n, chunk in enumerate(_chunks(lines))
@@ -421,7 +491,7 @@ class DynamoProjectionStore:
         values.update({f":{a}": {"N": str(v)} for a, v in zip(_LENGTH_ATTRS, lengths, strict=True)})
         return {"Update": {
             "TableName": self._table,
-            "Key": {"pk": {"S": f"STATS#{space(scope)}"}, "sk": {"S": "STATS"}},
+            "Key": {"pk": {"S": f"STATS#{self._space(scope)}"}, "sk": {"S": "STATS"}},
             "UpdateExpression": "ADD n :n, " + ", ".join(f"{a} :{a}" for a in _LENGTH_ATTRS),
             "ExpressionAttributeValues": values,
         }}
@@ -481,5 +551,13 @@ class DynamoProjectionStore:
             else:
                 raise StoreUnavailable
 
-    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+    @property
+    def table_name(self) -> str:
+        """The projection table's name."""
+        return self._table
+
+    def call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
+        """``client.<operation>(**kwargs)``, failures translated."""
         return call_translated(self._client, operation, **kwargs)
+
+    _call = call

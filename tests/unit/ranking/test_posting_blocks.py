@@ -1,0 +1,147 @@
+from __future__ import annotations
+
+import base64
+import hashlib
+
+from engram_memory.domain.impact import impact_code, top_postings
+from engram_memory.domain.posting_blocks import (
+    BANDS,
+    CODE_LIMIT,
+    SHARDS,
+    BlockPosting,
+    band_of,
+    best,
+    block_key,
+    decode,
+    encode,
+    with_posting,
+    without_record,
+)
+from engram_memory.domain.ranking import Posting
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+
+def _record_id(seed: str) -> str:
+    raw = hashlib.sha256(seed.encode()).digest()
+    return "mem_" + base64.b32encode(raw).decode().rstrip("=").lower()
+
+
+record_ids = st.one_of(
+    st.text(min_size=1, max_size=20).map(_record_id),  # the product's ids (compact form)
+    st.text(min_size=1, max_size=300),  # anything else, long ones included
+)
+small = st.integers(min_value=0, max_value=255)
+postings = st.builds(
+    BlockPosting,
+    code=st.integers(min_value=0, max_value=CODE_LIMIT - 1),
+    posting=st.builds(
+        Posting,
+        record_id=record_ids,
+        tf=st.tuples(*[st.one_of(small, st.integers(0, 2**32 - 1))] * 5),
+        lengths=st.tuples(*[st.integers(0, 2**32 - 1)] * 5),
+    ),
+)
+unique_postings = st.lists(postings, max_size=30, unique_by=lambda e: e.posting.record_id)
+# Generation is the slow part on a loaded CI box; the examples stay the same.
+settings.register_profile("posting-blocks", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+relaxed = settings(settings.get_profile("posting-blocks"))
+
+
+@relaxed
+@given(unique_postings)
+def test_any_postings_decode_to_what_was_encoded(entries: list[BlockPosting]) -> None:
+    decoded = decode(encode(entries))
+    assert sorted(decoded, key=repr) == sorted(entries, key=repr)
+
+
+@relaxed
+@given(unique_postings, st.randoms())
+def test_the_same_postings_in_any_order_are_the_same_bytes(entries: list[BlockPosting],
+                                                           rng: object) -> None:
+    shuffled = list(entries)
+    rng.shuffle(shuffled)  # type: ignore[attr-defined]
+    assert encode(shuffled) == encode(entries)
+    built = b""
+    for entry in shuffled:  # one posting at a time, as the projector writes them
+        built = with_posting(built, entry)
+    assert built == encode(entries)
+
+
+@relaxed
+@given(unique_postings, st.data())
+def test_removing_a_record_leaves_exactly_the_others(entries: list[BlockPosting],
+                                                     data: st.DataObject) -> None:
+    block = encode(entries)
+    if entries:
+        gone = data.draw(st.sampled_from(entries)).posting.record_id
+        left = decode(without_record(block, gone))
+        assert gone not in {e.posting.record_id for e in left}
+        assert len(left) == len(entries) - 1
+        assert without_record(without_record(block, gone), gone) == without_record(block, gone)
+    assert without_record(encode([]), "mem_x") == b""
+
+
+@relaxed
+@given(unique_postings, st.integers(min_value=0, max_value=50))
+def test_best_keeps_the_order_of_the_old_per_posting_keys(entries: list[BlockPosting],
+                                                          limit: int) -> None:
+    # Postings whose code is their real impact code: the old layout's read order.
+    real = [Posting(e.posting.record_id, tuple(t % 50 for t in e.posting.tf),
+                    tuple(1 + n % 90 for n in e.posting.lengths)) for e in entries]
+    coded = [BlockPosting(impact_code(p.tf, p.lengths), p) for p in real]
+    halves = [encode(coded[::2]), encode(coded[1::2])]
+    assert best([e for h in halves for e in decode(h)], limit) == top_postings(real, limit)
+
+
+def _read_in_key_order(entries: list[BlockPosting], limit: int) -> list[Posting]:
+    """What a store returns: whole blocks in descending key order until ``limit``, sorted."""
+    blocks: dict[str, list[BlockPosting]] = {}
+    for entry in entries:
+        blocks.setdefault(block_key(entry.code, entry.posting.record_id), []).append(entry)
+    read: list[BlockPosting] = []
+    for key in sorted(blocks, reverse=True):
+        if len(read) >= limit:
+            break
+        read.extend(decode(encode(blocks[key])))
+    return best(read, limit)
+
+
+product_ids = st.lists(st.text(min_size=1, max_size=8).map(_record_id), min_size=1,
+                       max_size=300, unique=True)
+
+
+@relaxed
+@given(product_ids, st.integers(min_value=1, max_value=400))
+def test_postings_of_one_code_are_read_exactly_in_the_old_key_order(
+        ids: list[str], limit: int) -> None:
+    # A term every record has in the same field shape: one code, ordered by record id.
+    entries = [BlockPosting(123_456, Posting(rid, (1, 0, 0, 0, 0), (4, 0, 0, 0, 0)))
+               for rid in ids]
+    assert _read_in_key_order(entries, limit) == top_postings(
+        [e.posting for e in entries], limit)
+
+
+@relaxed
+@given(unique_postings, st.integers(min_value=1, max_value=50))
+def test_a_read_holds_every_posting_of_a_band_above_the_last_one_it_reached(
+        entries: list[BlockPosting], limit: int) -> None:
+    read = _read_in_key_order(entries, limit)
+    assert len(read) == min(limit, len(entries))
+    if read:
+        code_of = {e.posting.record_id: e.code for e in entries}
+        lowest = min(band_of(code_of[p.record_id]) for p in read)
+        above = [e.posting for e in entries if band_of(e.code) > lowest]
+        assert {p.record_id for p in above} <= {p.record_id for p in read}
+
+
+def test_block_keys_sort_by_band_then_record_id() -> None:
+    assert band_of(0) == 0
+    assert band_of(CODE_LIMIT - 1) == BANDS - 1
+    ids = sorted(_record_id(str(n)) for n in range(5000))
+    for code in (0, CODE_LIMIT // 2, CODE_LIMIT - 1):
+        keys = [block_key(code, rid) for rid in ids]
+        assert keys == sorted(keys)
+        assert len(set(keys)) > 0.95 * SHARDS  # random ids spread over (nearly) every range
+    assert block_key(CODE_LIMIT - 1, ids[0]) > block_key(0, ids[-1])
