@@ -16,7 +16,12 @@ verified by the route, commit), after asking the source for its tombstones since
 bundle as the command does. Memory, in the timed pass: the process's peak resident set
 above its size when the phase starts (Linux ``VmHWM``, reset through ``/proc/self/clear_refs``
 after a ``gc.collect()`` and ``malloc_trim`` hand freed memory back), i.e. what the command,
-the route and moto held at once (a restore's includes the items moto adds to its tables).
+the route and moto held at once (a restore's includes the items moto adds to its tables and
+its stream, which stay: "restore kept MiB" is the resident set above the start after the
+restore, once its garbage is handed back). moto also keeps every DynamoDB item it creates,
+the copies each Query answers with included, in a list for its dashboard;
+``--moto-tracker cleared`` (the default) empties it before each phase and after each
+request (bench/moto_item_tracker.py), ``as-shipped`` measures moto as it ships.
 For sizes up to ``--trace-up-to`` a second pass also takes ``tracemalloc``'s peak (Python
 allocations only; tracing slows a phase several times, too much for 50k records on a
 shared box). A size stops being started once ``--max-seconds`` have passed.
@@ -40,10 +45,13 @@ import re
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
+import moto_item_tracker
 import moto_query_window
 from harness import machine, table
 from pydantic import BaseModel
@@ -59,8 +67,8 @@ APPROVER = "operator@bench.test"
 class RoutesClient:
     """The CLI's ``HostClient`` over the real backup routes, without HTTP."""
 
-    def __init__(self, routes: Any, tenant: str) -> None:
-        self._routes, self._tenant = routes, tenant
+    def __init__(self, routes: Any, tenant: str, after_call: Callable[[], object]) -> None:
+        self._routes, self._tenant, self._after_call = routes, tenant, after_call
 
     def call(self, method: str, path: str, *, params: dict[str, Any] | None = None,
              body: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -85,7 +93,9 @@ class RoutesClient:
                 answer = self._routes.lines(scope, parsed)
             else:
                 answer = self._routes.commit(scope, parsed, APPROVER)
-        return dict(json.loads(json.dumps(answer)))  # what the HTTP body would carry
+        body_out = dict(json.loads(json.dumps(answer)))  # what the HTTP body would carry
+        self._after_call()
+        return body_out
 
     def close(self) -> None:
         """Nothing to close."""
@@ -109,17 +119,24 @@ def _release_free_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
 
 
-def timed_with_rss(run: Callable[[], object]) -> tuple[float, float]:
-    """Wall seconds of ``run()`` and the resident set's peak above its start, in MiB."""
+def timed_with_rss(run: Callable[[], object],
+                   forget: Callable[[], object]) -> tuple[float, float, float]:
+    """Wall seconds of ``run()``, the resident set's peak above its start and what stays
+    resident above the start once the phase's garbage is handed back, in MiB."""
+    forget()
     _release_free_memory()
     Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
     start = _status_kib("VmRSS")
     seconds = timed(run)
-    return seconds, max(0, _status_kib("VmHWM") - start) / 1024
+    peak = _status_kib("VmHWM")
+    forget()
+    _release_free_memory()
+    return seconds, max(0, peak - start) / 1024, max(0, _status_kib("VmRSS") - start) / 1024
 
 
-def traced_peak_mib(run: Callable[[], object]) -> float:
+def traced_peak_mib(run: Callable[[], object], forget: Callable[[], object]) -> float:
     """tracemalloc's peak while ``run()`` runs, in MiB."""
+    forget()
     tracemalloc.start()
     try:
         run()
@@ -128,30 +145,53 @@ def traced_peak_mib(run: Callable[[], object]) -> float:
         tracemalloc.stop()
 
 
-def main() -> None:
-    """Parse the arguments, run every size, print the table."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--sizes", default=",".join(map(str, FULL_SIZES)))
-    parser.add_argument("--quick", action="store_true", help="one size of 200 records")
-    parser.add_argument("--max-seconds", type=float, default=2400.0,
-                        help="no size is started after this many seconds")
-    parser.add_argument("--trace-up-to", type=int, default=1000,
-                        help="also take tracemalloc's peaks (a second pass) up to this size")
-    parser.add_argument("--moto-query", choices=("window", "as-shipped"), default="window",
-                        help="moto's Query reads a page after its start key (bench/"
-                             "moto_query_window.py), or sorts and walks the partition")
-    args = parser.parse_args()
-    sizes = QUICK_SIZES if args.quick else tuple(int(s) for s in args.sizes.split(","))
+def workspaces(sizes: tuple[int, ...]) -> None:
+    """The bench's environment, with a source and two restore targets per size."""
     os.environ.update(BASE_ENV)
     os.environ["ENGRAM_WORKSPACE_IDS"] = ",".join(
         w for size in sizes for w in (f"src-{size}", f"dst-{size}", f"mem-{size}"))
 
+
+@dataclass(frozen=True)
+class Session:
+    """The commands and the routes on moto, as one bench run uses them."""
+
+    settings: Any
+    dynamodb: Any
+    client: RoutesClient
+    forget: Callable[[], object]
+    commands: Any  # a namespace: export_cli, import_cli, verify_file, scope_of
+
+    def plant(self, size: int, corpus: Corpus) -> str:
+        """``size`` admitted records in a fresh source workspace; returns its id."""
+        source = f"src-{size}"
+        scope = self.commands.scope_of(self.settings.tenant_id, source)
+        bulk_records.plant(BulkWriter(self.dynamodb), self.settings, scope,
+                           (corpus.payload(i) for i in range(size)))
+        return source
+
+    def export(self, source: str, bundle: Path) -> str:
+        """The export command's loop; returns the bundle's digest."""
+        return str(self.commands.export_cli.export(self.client, source, bundle)[0])
+
+    def restore(self, bundle: Path, target: str) -> int:
+        """The import command's verify, tombstone check and restore; returns the count."""
+        import_cli = self.commands.import_cli
+        summary = self.commands.verify_file(str(bundle))
+        forgotten = import_cli.forgotten_since(self.client, summary)
+        return int(import_cli.restore(self.client, bundle, target, summary,
+                                      forgotten)["restored"])
+
+
+@contextlib.contextmanager
+def session(*, window: bool, forget: Callable[[], object]) -> Iterator[Session]:
+    """Tables created on moto (``workspaces`` first), the routes and their client."""
     import boto3
     from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
     from moto import mock_aws
 
     moto_query_window.install()
-    moto_query_window.set_enabled(args.moto_query == "window")
+    moto_query_window.set_enabled(window)
     prepare_moto_dynamodb()
     with mock_aws():
         from engram_memory import bootstrap
@@ -171,66 +211,86 @@ def main() -> None:
         routes = BackupRoutes(DynamoExportReader(dynamodb, settings.table_name),
                               DynamoRestoreWriter(dynamodb, settings.table_name),
                               settings.tenant_id, lambda: int(time.time() * 1000))
-        client: Any = RoutesClient(routes, settings.tenant_id)
+        yield Session(settings, dynamodb, RoutesClient(routes, settings.tenant_id, forget),
+                      forget, SimpleNamespace(export_cli=export_cli, import_cli=import_cli,
+                                              verify_file=verify_file, scope_of=Scope))
+
+
+def main() -> None:
+    """Parse the arguments, run every size, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--sizes", default=",".join(map(str, FULL_SIZES)))
+    parser.add_argument("--quick", action="store_true", help="one size of 200 records")
+    parser.add_argument("--max-seconds", type=float, default=2400.0,
+                        help="no size is started after this many seconds")
+    parser.add_argument("--trace-up-to", type=int, default=1000,
+                        help="also take tracemalloc's peaks (a second pass) up to this size")
+    parser.add_argument("--moto-query", choices=("window", "as-shipped"), default="window",
+                        help="moto's Query reads a page after its start key (bench/"
+                             "moto_query_window.py), or sorts and walks the partition")
+    parser.add_argument("--moto-tracker", choices=("cleared", "as-shipped"), default="cleared",
+                        help="let go of the DynamoDB items moto keeps for its dashboard before"
+                             " each phase and after each request (bench/moto_item_tracker.py),"
+                             " or keep them all")
+    args = parser.parse_args()
+    sizes = QUICK_SIZES if args.quick else tuple(int(s) for s in args.sizes.split(","))
+    workspaces(sizes)
+    forget: Callable[[], object] = (moto_item_tracker.clear
+                                    if args.moto_tracker == "cleared" else lambda: None)
+    with session(window=args.moto_query == "window", forget=forget) as bench:
         corpus = Corpus()
         began = time.perf_counter()
         rows: list[list[str]] = []
         with tempfile.TemporaryDirectory(prefix="engram-backup-bench-") as scratch:
             for size in sizes:
                 if time.perf_counter() - began > args.max_seconds:
-                    rows.append([f"{size:,}", "not started: --max-seconds reached"] + [""] * 10)
+                    rows.append([f"{size:,}", "not started: --max-seconds reached"] + [""] * 11)
                     continue
-                rows.append(measure(size, corpus, settings, dynamodb, client, Path(scratch),
-                                    export_cli, import_cli, verify_file, Scope,
+                rows.append(measure(size, corpus, bench, Path(scratch),
                                     traced=size <= args.trace_up_to))
                 print("... " + " | ".join(rows[-1]), flush=True)  # a partial run keeps it
-    print(f"backup_scale: {machine()}; moto Query: {args.moto_query}; load average at end "
+    print(f"backup_scale: {machine()}; moto Query: {args.moto_query}; "
+          f"moto tracker: {args.moto_tracker}; load average at end "
           f"{' '.join(f'{x:.1f}' for x in os.getloadavg())}")
-    print("peak MiB: resident set above the phase's start (tracemalloc's peak, where taken)")
+    print("peak MiB: resident set above the phase's start (tracemalloc's peak, where taken); "
+          "kept MiB: still resident after it (moto's tables and stream)")
     print(table(["records", "plant s", "bundle MB", "export s", "export rec/s",
                  "export peak MiB", "verify s", "verify rec/s", "verify peak MiB",
-                 "restore s", "restore rec/s", "restore peak MiB"], rows))
+                 "restore s", "restore rec/s", "restore peak MiB", "restore kept MiB"], rows))
 
 
-def measure(size: int, corpus: Corpus, settings: Any, dynamodb: Any, client: Any,
-            scratch: Path, export_cli: Any, import_cli: Any, verify_file: Any,
-            scope_of: Any, *, traced: bool) -> list[str]:
+def measure(size: int, corpus: Corpus, bench: Session, scratch: Path, *,
+            traced: bool) -> list[str]:
     """Plant, then time export, verify and restore of ``size`` records, with their peaks."""
-    source = f"src-{size}"
     started = time.perf_counter()
-    bulk_records.plant(BulkWriter(dynamodb), settings, scope_of(settings.tenant_id, source),
-                       (corpus.payload(i) for i in range(size)))
+    source = bench.plant(size, corpus)
     planted = time.perf_counter() - started
     bundle = scratch / f"{source}.bundle"
-
     digests: list[str] = []
-
-    def export() -> None:
-        digests.append(export_cli.export(client, source, bundle)[0])
 
     def restore(target: str) -> Callable[[], None]:
         def run() -> None:
-            summary = verify_file(str(bundle))
-            forgotten = import_cli.forgotten_since(client, summary)
-            report = import_cli.restore(client, bundle, target, summary, forgotten)
-            assert report["restored"] == size, report
+            restored = bench.restore(bundle, target)
+            assert restored == size, restored
         return run
 
     phases: list[tuple[str, Callable[[], object]]] = [
-        ("export", export), ("verify", lambda: verify_file(str(bundle))),
+        ("export", lambda: digests.append(bench.export(source, bundle))),
+        ("verify", lambda: bench.commands.verify_file(str(bundle))),
         ("restore", restore(f"dst-{size}"))]
     cells: list[str] = [f"{size:,}", f"{planted:.1f}"]
     for name, run in phases:
-        seconds, rss = timed_with_rss(run)
+        seconds, rss, kept = timed_with_rss(run, bench.forget)
         if name == "export":
             cells.append(f"{bundle.stat().st_size / 1e6:.1f}")
         peak = f"{rss:.1f}"
         if traced:  # the same work again (a restore into a third empty workspace)
             again = restore(f"mem-{size}") if name == "restore" else run
-            peak += f" ({traced_peak_mib(again):.1f})"
+            peak += f" ({traced_peak_mib(again, bench.forget):.1f})"
         cells += [f"{seconds:.1f}", f"{size / seconds:,.0f}", peak]
-        print(f"... {size:,} {name}: {seconds:.1f} s, peak {peak} MiB"
+        print(f"... {size:,} {name}: {seconds:.1f} s, peak {peak} MiB, kept {kept:.1f} MiB"
               + (f", bundle {digests[0]}" if name == "export" else ""), flush=True)
+    cells.append(f"{kept:.1f}")  # the restore's
     bundle.unlink()
     return cells
 

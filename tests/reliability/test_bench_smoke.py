@@ -26,6 +26,7 @@ BENCHES = {
     "search_scale.py": "| records | load s | completion cap | searches | p50 ms | p95 ms |",
     "budget_quality.py": "| records | K per term | budget B | completion cap C | queries |",
     "backup_scale.py": "| records | plant s | bundle MB | export s | export rec/s |",
+    "backup_memory.py": "| records | phase | peak MiB | kept MiB | peak - kept MiB |",
     "projector_write_units.py": "| layout | records | WCU/record | WCU/record p50 |",
 }
 RANKERS = ("lexical: BM25F", "semantic alone", "hybrid: lexical_and_semantic",
@@ -37,6 +38,7 @@ ARGS = {"tool_latency.py": ["--aws-delay-ms", "5"],
         "search_scale.py": ["--sizes", "100,200", "--rounds", "1", "--aws-delay-ms", "5",
                             "--completion-caps", "0,200"],
         "budget_quality.py": ["--records", "1500", "--budgets", "1000,4000"],
+        "backup_memory.py": ["--sizes", "200"],  # a header, the export and the restore
         "projector_write_units.py": ["--sizes", "100,200", "--records", "4", "--forgets", "2",
                                      "--top", "0"]}
 QUICK = {"tool_latency.py", "throughput.py", "ranking_quality.py", "cold_start.py",
