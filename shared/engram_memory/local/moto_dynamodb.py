@@ -166,7 +166,8 @@ def query_reads_one_partition(*, cache_order: bool = False) -> None:
     queries are untouched). With ``cache_order`` (for loads that only ever add items, as
     bench/search_scale.py does) each partition's sorted order is kept until its size
     changes, and a Query with ``Limit`` but no start key or range condition is handed only
-    the first ``Limit`` items in the requested direction, as DynamoDB reads them.
+    the first ``Limit`` items in the requested direction, as DynamoDB reads them (and one
+    more, so that moto answers ``LastEvaluatedKey`` when there is more).
     """
     if "query" in _INSTALLED:
         return
@@ -184,7 +185,8 @@ def query_reads_one_partition(*, cache_order: bool = False) -> None:
         if cached is None or cached[0] != len(items):
             cached = (len(items), sorted(items.values(), key=lambda item: item.range_key))
             ordered[(id(table), hash_key)] = cached
-        return cached[1][:limit] if forward is not False else cached[1][-limit:]
+        # One past the limit: moto reads it to know there is more (LastEvaluatedKey).
+        return cached[1][:limit + 1] if forward is not False else cached[1][-limit - 1:]
 
     def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
         # moto's backend passes these positionally, index_name as the 7th after hash_key.
