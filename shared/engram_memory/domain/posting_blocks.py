@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from engram_memory.domain.ranking import FIELDS, Posting
 
 __all__ = ["BANDS", "CODE_LIMIT", "SHARDS", "BlockPosting", "band_of", "best", "block_key",
-           "decode", "encode", "shard_of", "with_posting", "without_record"]
+           "decode", "encode", "fewest_blocks", "shard_of", "with_posting",
+           "without_record"]
 
 BANDS = 32
 """Impact bands per term (a read stops at a band boundary)."""
@@ -175,3 +176,19 @@ def best(entries: Iterable[BlockPosting], limit: int) -> list[Posting]:
     then record id, descending)."""
     ordered = sorted(entries, key=_order, reverse=True)
     return [entry.posting for entry in ordered[:limit]]
+
+
+def fewest_blocks(entries: Iterable[BlockPosting], limit: int) -> list[Posting]:
+    """The ``limit`` postings a read of the fewest whole blocks returns: blocks in descending
+    key order until they hold ``limit`` postings, the best of them. A store may read more
+    blocks (its pages), never fewer, so this is the least a search sees (offline quality
+    measurements use it: bench/budget_quality.py)."""
+    blocks: dict[str, list[BlockPosting]] = {}
+    for entry in entries:
+        blocks.setdefault(block_key(entry.code, entry.posting.record_id), []).append(entry)
+    read: list[BlockPosting] = []
+    for key in sorted(blocks, reverse=True):
+        if len(read) >= limit:
+            break
+        read.extend(blocks[key])
+    return best(read, limit)

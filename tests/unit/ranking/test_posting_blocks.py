@@ -14,6 +14,7 @@ from engram_memory.domain.posting_blocks import (
     block_key,
     decode,
     encode,
+    fewest_blocks,
     with_posting,
     without_record,
 )
@@ -96,16 +97,8 @@ def test_best_keeps_the_order_of_the_old_per_posting_keys(entries: list[BlockPos
 
 
 def _read_in_key_order(entries: list[BlockPosting], limit: int) -> list[Posting]:
-    """What a store returns: whole blocks in descending key order until ``limit``, sorted."""
-    blocks: dict[str, list[BlockPosting]] = {}
-    for entry in entries:
-        blocks.setdefault(block_key(entry.code, entry.posting.record_id), []).append(entry)
-    read: list[BlockPosting] = []
-    for key in sorted(blocks, reverse=True):
-        if len(read) >= limit:
-            break
-        read.extend(decode(encode(blocks[key])))
-    return best(read, limit)
+    """Through the stored bytes: what the fewest whole blocks in key order return."""
+    return fewest_blocks(decode(encode(entries)), limit)
 
 
 product_ids = st.lists(st.text(min_size=1, max_size=8).map(_record_id), min_size=1,
