@@ -80,7 +80,7 @@ def shard_of(record_id: str) -> int:
     body = record_id.removeprefix(_ID_PREFIX)
     first = _rank(body[0]) if body else 0
     second = _rank(body[1]) if len(body) > 1 else 0
-    return first * len(_ALPHABET) + second
+    return (first * len(_ALPHABET) + second) * SHARDS // len(_ALPHABET) ** 2
 
 
 def block_key(code: int, record_id: str) -> str:
