@@ -40,37 +40,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from search_scale import BASE_ENV, VALID_T, BulkWriter, Corpus
+from search_scale import BASE_ENV, VALID_T, BulkWriter, Corpus, item_size, value_size
 
 WRITE_KB = 1024
 READ_KB = 4096
 TRANSACTION_FACTOR = 2
-
-
-def value_size(value: dict[str, Any]) -> int:
-    """Bytes of one typed attribute value, as DynamoDB sizes it."""
-    kind, inner = next(iter(value.items()))
-    if kind == "S":
-        return len(inner.encode("utf-8"))
-    if kind == "B":
-        return len(inner)
-    if kind == "N":
-        digits = inner.lstrip("-").replace(".", "").strip("0") or "0"
-        return (len(digits) + 1) // 2 + 1
-    if kind in ("SS", "NS", "BS"):
-        return sum(value_size({kind[0]: v}) for v in inner)
-    if kind == "M":
-        return 3 + item_size(inner)
-    if kind == "L":
-        return 3 + sum(1 + value_size(v) for v in inner)
-    return 1  # BOOL, NULL
-
-
-def item_size(item: dict[str, Any] | None) -> int:
-    """An item's size: every attribute name plus its value (0: no item)."""
-    if not item:
-        return 0
-    return sum(len(name.encode("utf-8")) + value_size(value) for name, value in item.items())
 
 
 def write_units(before: int, after: int, transactional: bool) -> int:

@@ -185,20 +185,24 @@ def previous_read_pattern() -> None:
     service._config = dataclasses.replace(service._config, postings_budget=10**9)
 
 
-def item_size(item: dict[str, Any]) -> int:
-    """DynamoDB's item size: attribute names plus values (numbers ≈ digits / 2 + 1)."""
-    return sum(len(name.encode()) + value_size(value) for name, value in item.items())
+def item_size(item: dict[str, Any] | None) -> int:
+    """DynamoDB's item size: every attribute name plus its value (0: no item)."""
+    if not item:
+        return 0
+    return sum(len(name.encode("utf-8")) + value_size(value) for name, value in item.items())
 
 
 def value_size(value: dict[str, Any]) -> int:
-    """Size of one typed attribute value."""
+    """Bytes of one typed attribute value, as DynamoDB sizes it (numbers: one byte per two
+    significant digits, plus one)."""
     kind, inner = next(iter(value.items()))
     if kind == "S":
-        return len(inner.encode())
-    if kind == "N":
-        return len(inner.lstrip("-").replace(".", "")) // 2 + 1
+        return len(inner.encode("utf-8"))
     if kind == "B":
         return len(inner)
+    if kind == "N":
+        digits = inner.lstrip("-").replace(".", "").strip("0") or "0"
+        return (len(digits) + 1) // 2 + 1
     if kind in ("SS", "NS", "BS"):
         return sum(value_size({kind[0]: v}) for v in inner)
     if kind == "M":

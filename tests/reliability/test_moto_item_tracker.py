@@ -18,6 +18,7 @@ from moto import mock_aws
 from moto.dynamodb.models.dynamo_type import Item
 
 from bench import moto_item_tracker
+from tests.support.tables import create_keyed_table
 
 TABLE = "tracker-test"
 PK = {"S": "T#tenant#W#ws"}
@@ -31,12 +32,7 @@ QUERY = {"TableName": TABLE, "ConsistentRead": True, "Limit": 40,
 def client() -> Iterator[Any]:
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        dynamodb.create_table(
-            TableName=TABLE, BillingMode="PAY_PER_REQUEST",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
-                       {"AttributeName": "sk", "KeyType": "RANGE"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                                  {"AttributeName": "sk", "AttributeType": "S"}])
+        create_keyed_table(dynamodb, TABLE)
         for start in range(0, 150, 25):
             dynamodb.batch_write_item(RequestItems={TABLE: [
                 {"PutRequest": {"Item": {

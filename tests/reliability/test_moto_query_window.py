@@ -15,6 +15,7 @@ import pytest
 from moto import mock_aws
 
 from bench import moto_query_window
+from tests.support.tables import create_keyed_table
 
 TABLE = "window-test"
 PK = {"S": "T#tenant#W#ws"}
@@ -36,12 +37,7 @@ def client() -> Iterator[Any]:
     moto_query_window.install()
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
-        dynamodb.create_table(
-            TableName=TABLE, BillingMode="PAY_PER_REQUEST",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
-                       {"AttributeName": "sk", "KeyType": "RANGE"}],
-            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                                  {"AttributeName": "sk", "AttributeType": "S"}])
+        create_keyed_table(dynamodb, TABLE)
         keys = _sort_keys()
         for start in range(0, len(keys), 25):
             dynamodb.batch_write_item(RequestItems={TABLE: [

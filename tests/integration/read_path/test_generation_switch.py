@@ -8,8 +8,6 @@ journal tail instead of answering PROJECTION_STALE (docs/reindex.md).
 
 from __future__ import annotations
 
-from typing import Any
-
 from engram_memory.adapters.dynamodb.previous_generation import PREVIOUS_GENERATION
 from engram_memory.adapters.dynamodb.projection_generations import delete_other_generations
 from engram_memory.composition import projection as projection_root
@@ -17,10 +15,7 @@ from engram_memory.domain.posting_blocks import decode
 from engram_memory.domain.ranking import PROJECTION_GENERATION
 
 from tests.integration.read_path.conftest import ReadPath, error_code, ids
-
-
-def _projection(read_path: ReadPath) -> list[dict[str, Any]]:
-    return read_path.aws.scan(read_path.aws.settings.projection_table_name)
+from tests.integration.read_path.test_reindex import _projection, _scores
 
 
 def _as_previous_generation(read_path: ReadPath) -> None:
@@ -40,10 +35,6 @@ def _as_previous_generation(read_path: ReadPath) -> None:
                 "pk": {"S": pk}, "sk": {"S": f"{entry.code:09d}#{posting.record_id}"},
                 "tf": {"S": ",".join(map(str, posting.tf))},
                 "len": {"S": ",".join(map(str, posting.lengths))}})
-
-
-def _scores(envelope: dict[str, Any]) -> list[tuple[str, float]]:
-    return [(p["record"]["record_id"], p["score"]) for p in envelope["output"]["value"]["records"]]
 
 
 def test_the_previous_generation_serves_until_the_rebuild_completes(
