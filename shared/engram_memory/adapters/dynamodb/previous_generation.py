@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore
+from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore, _ints
 from engram_memory.domain.ranking import IMPACT_VERSION, Posting
 from engram_memory.domain.tokenizer import TOKENIZER_VERSION
 
@@ -28,10 +28,6 @@ def previous_generation() -> str | None:
     """The generation a search may fall back to, if the current code can read it."""
     same_terms = f"t{TOKENIZER_VERSION}i{IMPACT_VERSION}" == PREVIOUS_GENERATION
     return PREVIOUS_GENERATION if same_terms else None
-
-
-def _ints(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(","))
 
 
 class PerPostingProjectionStore(DynamoProjectionStore):
