@@ -168,7 +168,8 @@ def budgeted(terms: Sequence[str], index: Index, config: RankingConfig) -> list[
 
 def completed(terms: Sequence[str], index: Index, config: RankingConfig,
               ranked: list[ScoredRecord]) -> tuple[list[ScoredRecord], int]:
-    """The budgeted ranking with search's score completion; the records it read."""
+    """The budgeted ranking with search's score completion; the records it read (the
+    best ``completion_cap`` candidates that lack a posting under an open term)."""
     k = config.postings_for(len(terms))
     read = {t: selected(index, t, k) for t in terms}
     dfs = {t: len(index.ordered.get(t, [])) for t in terms}
@@ -177,8 +178,7 @@ def completed(terms: Sequence[str], index: Index, config: RankingConfig,
         return ranked, 0
     chosen = completion.to_complete(ranked, config.completion_cap)
     documents = {rid: index.analyzed(rid) for rid in completion.lacking(chosen, read, open_)}
-    return completion.complete(terms, read, index.stats, dfs, documents, frozenset(),
-                               config), len(chosen)
+    return completion.complete(terms, read, index.stats, dfs, documents, config), len(documents)
 
 
 def exhaustive(terms: Sequence[str], index: Index, config: RankingConfig) -> list[ScoredRecord]:

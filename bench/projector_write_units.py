@@ -32,6 +32,7 @@ import argparse
 import math
 import os
 import statistics
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator
@@ -93,6 +94,8 @@ class UnitMeter:
         self._plain = plain
         self._tally: Tally | None = None
         self._pending: list[tuple[tuple[str, str, str], int, bool]] = []
+        self._queries = threading.local()  # a change's block reads run on a thread pool
+        self._lock = threading.Lock()
         events = client.meta.events
         events.register("before-parameter-build.dynamodb.*", self._before)
         events.register("after-call.dynamodb.*", self._after)
@@ -145,6 +148,10 @@ class UnitMeter:
                                bool(spec.get("ConsistentRead")))
             tally.read_units += units
             tally.read_by_kind[key["pk"]["S"].split("#", 1)[0]] += units
+        if operation == "Query":
+            self._queries.params = (params["TableName"], bool(params.get("ConsistentRead")),
+                                    params["ExpressionAttributeValues"][":pk"])
+            return
         transactional = operation == "TransactWriteItems"
         self._pending = [(key, item_size(self._item(key)), transactional)
                          for key in (_key(t, k) for t, k in self._writes(operation, params))]
@@ -154,8 +161,15 @@ class UnitMeter:
         if tally is None:
             return
         pending, self._pending = self._pending, []
-        if model.name == "Query":
-            raise SystemExit("the projector path made a Query: the meter does not price it")
+        if model.name == "Query":  # a change's two nearest blocks: whole items, 4 KB units
+            table, consistent, pk = self._queries.params
+            found = [item_size(self._item(_key(table, {**i, "pk": pk})))
+                     for i in parsed.get("Items", [])]
+            units = read_units(sum(found), consistent) if found else read_units(1, consistent)
+            with self._lock:
+                tally.read_units += units
+                tally.read_by_kind["POST"] += units
+            return
         if "Error" in parsed:
             # A cancelled transaction or a failed condition: count it, charge nothing (none
             # is expected with one writer; the table shows how many there were).
@@ -231,8 +245,11 @@ def layout() -> str:
         from engram_memory.domain import posting_blocks
     except ImportError:
         return "one item per posting (before issue 33)"
+    if hasattr(posting_blocks, "SPACING"):
+        return (f"packed posting blocks of hashed record-id runs, BANDS={posting_blocks.BANDS}, "
+                f"SPACING={posting_blocks.SPACING}")
     return (f"packed posting blocks, BANDS={posting_blocks.BANDS}, "
-            f"SHARDS={posting_blocks.SHARDS}")
+            f"SHARDS={getattr(posting_blocks, 'SHARDS', '?')}")
 
 
 def mean_max(values: list[float], digits: int = 1) -> str:
@@ -396,9 +413,17 @@ def main() -> None:
     parser.add_argument("--forgets", type=int, default=20, help="of those, forgotten")
     parser.add_argument("--top", type=int, default=8, help="terms listed per size (0: none)")
     parser.add_argument("--label", default="", help="the layout's name in the table")
-    parser.add_argument("--model-shards", default="16,32,64,128,256,1024",
-                        help="SHARDS values to price the measured writes at (packed layout)")
+    parser.add_argument("--model-shards", default="",
+                        help="SHARDS values to price the measured writes at (the fixed-range "
+                             "layout of generation t2i2b1, e.g. 16,128,1024)")
+    parser.add_argument("--spacing", type=int, default=0,
+                        help="measure another block spacing than the shipped one (posting_blocks."
+                             "SPACING; the layout a generation of that spacing would write)")
     args = parser.parse_args()
+    if args.spacing:
+        from engram_memory.domain import posting_blocks
+
+        posting_blocks.SPACING = args.spacing
     sizes = sorted(int(s) for s in args.sizes.split(","))
     os.environ.update(BASE_ENV)
 
@@ -476,7 +501,8 @@ def main() -> None:
                 print(flush=True)
         print_table(label, rows)
         print_breakdown(rows)
-        print_model(modelled)
+        if modelled:
+            print_model(modelled)
 
 
 if __name__ == "__main__":

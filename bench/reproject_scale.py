@@ -103,10 +103,12 @@ def main() -> None:
     prepare_moto_dynamodb(cache_partition_order=True)
     with mock_aws(), tempfile.TemporaryDirectory() as folder:
         from engram_memory import bootstrap
+        from engram_memory.local import adapters
         from engram_memory.local.provisioning import create_tables
         from engram_memory.reproject import Checkpoint, in_process_projector, rebuild
 
         bootstrap.reset()
+        adapters.install()  # local mode's seams: the in-process projector
         dynamodb = bootstrap.dynamodb_client()
         create_tables(boto3.client("dynamodb", region_name="us-east-1"), bootstrap.settings())
         if args.semantic:

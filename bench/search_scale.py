@@ -16,8 +16,11 @@ item its size rounded up to 4 KB, per ``Query`` the sum of its items' whole size
 consistent; the handler's own CPU time = the process's CPU
 time during the call minus the CPU moto spent answering its requests (each call's thread
 CPU from ``request-created`` to the bench's ``before-send`` hook, which runs after moto's
-built-in one has produced the response); and, beside it, the vector query the semantic
-channel would make: an exact cosine top-k over as many 384-dimension vectors as records
+built-in one has produced the response) and minus the CPU of the bench's own
+``after-call`` hooks (pricing the items, counting the postings: before 2026-12-06 that was
+counted as the handler's, and it grows with the items read); and, beside it, the vector
+query the semantic channel would make: an exact cosine top-k over as many 384-dimension
+vectors as records
 (``adapters/vectors/exact_top_k``, the local index's search; in AWS it is S3 Vectors'
 ``QueryVectors``, one round trip not measured here).
 
@@ -121,10 +124,13 @@ class BulkWriter:
         self._backend = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
 
     def batch_write_item(self, RequestItems: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-        """Put every request's item (the load only puts)."""
+        """Put (or delete: a block a load split away) every request's item."""
         for table, requests in RequestItems.items():
             for request in requests:
-                self._backend.put_item(table, request["PutRequest"]["Item"])
+                if "DeleteRequest" in request:
+                    self._backend.delete_item(table, request["DeleteRequest"]["Key"])
+                else:
+                    self._backend.put_item(table, request["PutRequest"]["Item"])
         return {"UnprocessedItems": {}}
 
     def __getattr__(self, name: str) -> Any:
@@ -219,6 +225,7 @@ class CostMeter:
         """Hook the client; every thread's calls count (one search runs at a time)."""
         self.read_units = 0.0
         self.moto_cpu_s = 0.0
+        self.hooks_cpu_s = 0.0
         self._local = threading.local()
         self._lock = threading.Lock()
         events = client.meta.events
@@ -248,6 +255,18 @@ class CostMeter:
             self.moto_cpu_s += spent
 
     def _read(self, parsed: dict[str, Any], model: Any, **_: Any) -> None:
+        started = time.thread_time()
+        try:
+            self._price(parsed, model)
+        finally:
+            self.bench_cpu(time.thread_time() - started)
+
+    def bench_cpu(self, seconds: float) -> None:
+        """CPU the bench's own hooks spent in a call (not the handler's: subtracted)."""
+        with self._lock:
+            self.hooks_cpu_s += seconds
+
+    def _price(self, parsed: dict[str, Any], model: Any) -> None:
         factor = 1.0 if getattr(self._local, "consistent", False) else 0.5
         if model.name == "Query":
             missing = getattr(self._local, "missing_pk", 0)
@@ -264,10 +283,10 @@ class CostMeter:
             self.read_units += factor * max(units, 1 if model.name != "BatchGetItem" else 0)
 
     def take(self) -> tuple[float, float]:
-        """(read units, moto CPU seconds) since the last take."""
+        """(read units, CPU seconds of moto and of the bench's hooks) since the last take."""
         with self._lock:
-            taken = (self.read_units, self.moto_cpu_s)
-            self.read_units = self.moto_cpu_s = 0.0
+            taken = (self.read_units, self.moto_cpu_s + self.hooks_cpu_s)
+            self.read_units = self.moto_cpu_s = self.hooks_cpu_s = 0.0
         return taken
 
 
@@ -355,10 +374,10 @@ def measure(corpus: Corpus, rounds: int, calls: list[int], read: list[int],
                 delayed.append(made.round_trips)
                 candidates.append(envelope["output"]["value"]["rank_receipt"]["candidate_count"])
                 if meter is not None:
-                    read_units, moto_s = meter.take()
+                    read_units, others_s = meter.take()
                     units.append(read_units)
-                    moto_cpu.append(moto_s * 1000)
-                    own_cpu.append(max(0.0, cpu - moto_s) * 1000)
+                    moto_cpu.append(others_s * 1000)
+                    own_cpu.append(max(0.0, cpu - others_s) * 1000)
     finally:
         counter.detach()
     latencies.sort()
@@ -424,13 +443,16 @@ def main() -> None:
         calls, read = [0], [0]
         dynamodb.meta.events.register(
             "before-call.dynamodb", lambda **_: calls.__setitem__(0, calls[0] + 1))
-        # Postings read = postings in the blocks the postings Queries returned (the only
-        # Query search makes).
-        dynamodb.meta.events.register(
-            "after-call.dynamodb.Query",
-            lambda parsed, **_: read.__setitem__(0, read[0] + sum(
-                len(decode(bytes(i["p"]["B"]))) for i in parsed.get("Items", []))))
         meter = CostMeter(dynamodb)
+
+        def count_postings(parsed: dict[str, Any], **_: Any) -> None:
+            # Postings read = postings in the blocks the postings Queries returned (the
+            # only Query search makes); the decoding is the bench's CPU, not the handler's.
+            started = time.thread_time()
+            read[0] += sum(len(decode(bytes(i["p"]["B"]))) for i in parsed.get("Items", []))
+            meter.bench_cpu(time.thread_time() - started)
+
+        dynamodb.meta.events.register("after-call.dynamodb.Query", count_postings)
         create_tables(boto3.client("dynamodb", region_name="us-east-1"), bootstrap.settings())
         corpus = Corpus()
         if args.before:
@@ -456,7 +478,7 @@ def main() -> None:
                 rows.append(row(size, load_s, cap, r, vector_ms))
             print(f"... {size} records measured", flush=True)
         headers = ["records", "load s", "completion cap", "searches", "p50 ms", "p95 ms",
-                   "p99 ms", "handler CPU p50 ms", "handler CPU p95 ms", "moto CPU p50 ms",
+                   "p99 ms", "handler CPU p50 ms", "handler CPU p95 ms", "moto + hooks CPU p50 ms",
                    "round trips (delay)", "round trips (50 ms)", "DynamoDB calls",
                    "read units (computed)", "postings read", "candidates",
                    "vector query ms"]

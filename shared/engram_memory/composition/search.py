@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 from engram_memory import bootstrap, semantic_wiring
-from engram_memory.adapters.dynamodb.previous_generation import (
-    PerPostingProjectionStore,
-    previous_generation,
-)
+from engram_memory.adapters.dynamodb.previous_generation import previous_generation
 from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore
 from engram_memory.composition.reads import record_reader, semantic_channel
 from engram_memory.domain.ranking import DEFAULT_POSTINGS_PER_TERM, RankingConfig
@@ -31,8 +28,8 @@ def service() -> SearchService:
     projection = DynamoProjectionStore(bootstrap.dynamodb_client(), s.projection_table_name)
     generation = previous_generation()
     previous = (None if generation is None else
-                PerPostingProjectionStore(bootstrap.dynamodb_client(), s.projection_table_name,
-                                          generation))
+                DynamoProjectionStore(bootstrap.dynamodb_client(), s.projection_table_name,
+                                      generation))
     return SearchService(record_reader(), projection, bootstrap.clock(),
                          PageCursorCodec(bootstrap.page_cursor_secret()),
                          Redactor(s.redaction_allowlist), config,

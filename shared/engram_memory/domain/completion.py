@@ -50,22 +50,20 @@ def lacking(record_ids: Sequence[str], postings: Mapping[str, Sequence[Posting]]
 
 def complete(terms: Sequence[str], postings: Mapping[str, Sequence[Posting]],
              stats: CorpusStats, dfs: Mapping[str, int],
-             documents: Mapping[str, AnalyzedDocument], dropped: frozenset[str],
+             documents: Mapping[str, AnalyzedDocument],
              config: RankingConfig) -> list[ScoredRecord]:
     """The ranking with the completed records' exact scores.
 
     ``documents`` are completed records as analyzed from their content: each gets a posting
-    for every query term it holds (the ones already read are the same postings). Records in
-    ``dropped`` (read, not current) are left out; every other candidate keeps the score of
-    its postings read. df stays what the read counted: completion only adds postings the
-    term's counter already counts.
+    for every query term it holds (the ones already read are the same postings). Every
+    other candidate keeps the score of its postings read. df stays what the read counted:
+    completion only adds postings the term's counter already counts.
     """
     distinct = list(dict.fromkeys(terms))
     fixed = {t: max(dfs.get(t, 0), len(postings.get(t, ()))) for t in distinct}
     augmented: dict[str, list[Posting]] = {}
     for term in distinct:
-        kept = [p for p in postings.get(term, ())
-                if p.record_id not in dropped and p.record_id not in documents]
+        kept = [p for p in postings.get(term, ()) if p.record_id not in documents]
         kept.extend(Posting(doc.record_id, doc.frequencies[term], doc.lengths)
                     for doc in documents.values() if term in doc.frequencies)
         augmented[term] = kept

@@ -1,16 +1,27 @@
-"""Packed posting blocks: many postings of one term in one binary value (layout: docs/search.md).
+"""Packed posting blocks: many postings of one term in one binary value (docs/posting-blocks.md).
 
 A term's postings are grouped by impact band (the impact code's place in [0, 10**9), in
-``BANDS`` equal slices) and, within a band, by the record id's leading characters
-(``SHARDS`` ranges, in the ids' own order), so a record's posting of a term always lives in
-exactly one block (``block_key``). Block keys sort band-major, then by record id, so a
-descending read of a term's blocks meets its postings in the order of the old per-posting
-keys (impact code, then record id, descending) up to the band: every block of a higher band
-holds only better postings, and within a band the read follows record ids, exactly so for
-the many postings of one code (a term every record has in the same field shape). A reader
-stops at a block boundary once it holds enough, and sorts what it read (``best``).
-Sharding keeps blocks of a dense band small enough to rewrite cheaply and far below
-DynamoDB's item limit (docs/search.md, "Posting blocks").
+``BANDS`` equal slices) and, within a band, into runs of record ids in the ids' own order.
+A run starts at every record id that **starts a block** (``starts_block``: a fixed hash of
+the id, one id in ``SPACING``) and holds the postings up to the next such id; the postings
+before a band's first block-starting id form the band's head block. So the blocks of a term
+are a function of its set of postings alone (``layout``), whatever order they were written
+in, and hold ``SPACING`` postings on average however dense or sparse the band is: a
+frequent term reads few, full items, a write rewrites a block of about the same size at
+any df (docs/posting-blocks.md, "Block size").
+
+Block keys (``{band:02d}#`` for a head, ``{band:02d}#{record_id}`` for a block started by
+that record) sort band-major, then by record id, so a descending read of a term's blocks
+meets its postings in the order of the old per-posting keys (impact code, then record id,
+descending) up to the band: every block of a higher band holds only better postings, and
+within a band the read follows record ids, exactly so for the many postings of one code (a
+term every record has in the same field shape). A reader stops at a block boundary once it
+holds enough, and sorts what it read (``best``).
+
+A change to one record's posting touches the block holding it and, when that record starts
+a block, the block before it (``change``: a block-starting posting splits its run off the
+block it fell in; removing it merges its run back). Both are found by one descending read of
+at most two keys from the record's own key down (``near_range``).
 
 Inside a block the postings are in canonical order (impact code, then record id, both
 descending: the order the old per-posting sort keys had), so the same set of postings is
@@ -26,22 +37,22 @@ from __future__ import annotations
 
 import base64
 import binascii
-import bisect
 import struct
+import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from engram_memory.domain.ranking import FIELDS, Posting
 
-__all__ = ["BANDS", "CODE_LIMIT", "SHARDS", "BlockPosting", "band_of", "best", "block_key",
-           "decode", "encode", "fewest_blocks", "shard_of", "with_posting",
-           "without_record"]
+__all__ = ["BANDS", "CODE_LIMIT", "SPACING", "BlockChange", "BlockPosting", "band_of", "best",
+           "change", "decode", "encode", "fewest_blocks", "head_key", "layout", "near_range",
+           "starts_block", "with_posting", "without_record"]
 
 BANDS = 32
 """Impact bands per term (a read stops at a band boundary)."""
-SHARDS = 1024
-"""Blocks per band at most: record-id ranges of two id characters (chosen from the write
-cost, docs/posting-blocks.md)."""
+SPACING = 8
+"""One record id in SPACING starts a block: the mean postings per block (chosen from the
+read and write costs, docs/posting-blocks.md)."""
 CODE_LIMIT = 1_000_000_000
 """Impact codes are in [0, CODE_LIMIT) (domain/impact.py)."""
 
@@ -53,7 +64,13 @@ _COMPACT_ID = 127
 _LONG_ID = 126
 _ID_PREFIX = "mem_"
 _ID_BYTES = 32
-_ALPHABET = "234567abcdefghijklmnopqrstuvwxyz"  # base32's id characters, in string order
+_BASE32 = "abcdefghijklmnopqrstuvwxyz234567"  # RFC 4648's alphabet, lower case
+_PAIRS = [_BASE32[n >> 5] + _BASE32[n & 31] for n in range(1024)]
+_PAIR_SHIFTS = tuple(range(250, -1, -10))  # 256 id bits + 4 zero bits = 26 pairs of chars
+_KNOWN_IDS: dict[bytes, str] = {}
+_KNOWN_IDS_LIMIT = 1 << 17
+"""Compact ids decoded by this process, kept (up to ~25 MB) because the same records come
+back in search after search: decoding one is most of a posting's decode time."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,23 +86,26 @@ def band_of(code: int) -> int:
     return min(BANDS - 1, max(0, code) * BANDS // CODE_LIMIT)
 
 
-def _rank(char: str) -> int:
-    """A character's place among the base32 id characters (monotone in string order)."""
-    return min(len(_ALPHABET) - 1, bisect.bisect_left(_ALPHABET, char))
+def starts_block(record_id: str) -> bool:
+    """Whether the record's postings start a block in every band they are in (a fixed
+    hash of the id: the same answer in every process and release of this layout)."""
+    return zlib.crc32(record_id.encode("utf-8")) % SPACING == 0
 
 
-def shard_of(record_id: str) -> int:
-    """The record-id range of a record within a band: its first two id characters, in
-    string order (ids sorting later never get a lower shard)."""
-    body = record_id.removeprefix(_ID_PREFIX)
-    first = _rank(body[0]) if body else 0
-    second = _rank(body[1]) if len(body) > 1 else 0
-    return (first * len(_ALPHABET) + second) * SHARDS // len(_ALPHABET) ** 2
+def head_key(band: int) -> str:
+    """The sort key of a band's head block (its postings before the first block start)."""
+    return f"{band:02d}#"
 
 
-def block_key(code: int, record_id: str) -> str:
-    """The sort key of the block holding this posting: ``{band:02d}#{shard:04d}``."""
-    return f"{band_of(code):02d}#{shard_of(record_id):04d}"
+def _start_key(band: int, record_id: str) -> str:
+    return f"{band:02d}#{record_id}"
+
+
+def near_range(code: int, record_id: str) -> tuple[str, str]:
+    """The key range ``[low, high]`` whose two highest existing keys are the blocks a change
+    of this posting may touch: the block holding the record's posting, and the one before."""
+    band = band_of(code)
+    return head_key(band), _start_key(band, record_id)
 
 
 def _order(entry: BlockPosting) -> tuple[int, str]:
@@ -104,6 +124,19 @@ def _compact_id(record_id: str) -> bytes | None:
     if base64.b32encode(raw).decode("ascii").rstrip("=").lower() != body:
         return None
     return raw if len(raw) == _ID_BYTES else None
+
+
+def _compact_to_id(raw: bytes) -> str:
+    """``mem_`` + the lower-case unpadded base32 of 32 raw id bytes (what ``_compact_id``
+    inverts), by ten-bit pairs of characters; remembered per process."""
+    found = _KNOWN_IDS.get(raw)
+    if found is None:
+        if len(_KNOWN_IDS) >= _KNOWN_IDS_LIMIT:
+            _KNOWN_IDS.clear()
+        bits = int.from_bytes(raw, "big") << 4
+        found = _ID_PREFIX + "".join([_PAIRS[(bits >> shift) & 1023] for shift in _PAIR_SHIFTS])
+        _KNOWN_IDS[raw] = found
+    return found
 
 
 def _encode_one(entry: BlockPosting) -> bytes:
@@ -143,9 +176,8 @@ def decode(data: bytes) -> list[BlockPosting]:
         at += 1
         size = header & 0x7F
         if size == _COMPACT_ID:
-            raw = bytes(view[at:at + _ID_BYTES])
+            record_id = _compact_to_id(bytes(view[at:at + _ID_BYTES]))
             at += _ID_BYTES
-            record_id = _ID_PREFIX + base64.b32encode(raw).decode("ascii").rstrip("=").lower()
         else:
             if size == _LONG_ID:
                 (size,) = struct.unpack_from("<H", view, at)
@@ -178,17 +210,81 @@ def best(entries: Iterable[BlockPosting], limit: int) -> list[Posting]:
     return [entry.posting for entry in ordered[:limit]]
 
 
+def layout(entries: Iterable[BlockPosting]) -> dict[str, bytes]:
+    """The blocks (sort key → bytes) a term with these postings has: the stored state after
+    any sequence of changes that leaves exactly these postings (one per record id)."""
+    by_record = {entry.posting.record_id: entry for entry in entries}
+    runs: dict[str, list[BlockPosting]] = {}
+    last_band, key = -1, ""
+    for record_id, entry in sorted(by_record.items(), key=lambda kv: (band_of(kv[1].code),
+                                                                      kv[0])):
+        band = band_of(entry.code)
+        if band != last_band:
+            last_band, key = band, head_key(band)
+        if starts_block(record_id):
+            key = _start_key(band, record_id)
+        runs.setdefault(key, []).append(entry)
+    return {key: encode(run) for key, run in runs.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class BlockChange:
+    """What one posting change does to its blocks: per sort key the bytes before (None:
+    no such block) and after (empty: delete it), and whether the record's posting was
+    there before and is there after (the term's df moves by the difference)."""
+
+    writes: dict[str, tuple[bytes | None, bytes]]
+    had: bool
+    has: bool
+
+
+def change(code: int, record_id: str, entry: BlockPosting | None,
+           near: list[tuple[str, bytes]]) -> BlockChange:
+    """Put ``entry`` (the record's posting, impact ``code``) or, when None, remove the
+    record's posting from band ``band_of(code)``.
+
+    ``near``: the stored blocks with the two highest keys in ``near_range(code,
+    record_id)``, highest first (fewer when there are fewer). The result keeps the layout
+    rule: a block-starting record that arrives splits its run off the block it falls in; one
+    that leaves merges its run back into the block before (or the band's head).
+    """
+    band = band_of(code)
+    own = _start_key(band, record_id)
+    old = dict(near)
+    cover = near[0] if near else None
+    held = decode(cover[1]) if cover else []
+    had = any(e.posting.record_id == record_id for e in held)
+    others = [e for e in held if e.posting.record_id != record_id]
+    new: dict[str, bytes] = {}
+    if entry is not None and (not starts_block(record_id) or (cover and cover[0] == own)):
+        new[cover[0] if cover else head_key(band)] = encode([*others, entry])
+    elif entry is not None:  # a block starts here: split the run from the record on
+        if cover:
+            new[cover[0]] = encode(e for e in others if e.posting.record_id < record_id)
+        new[own] = encode([*(e for e in others if e.posting.record_id > record_id), entry])
+    elif cover and cover[0] == own:  # the record's own block goes: merge it into the one before
+        before = near[1] if len(near) > 1 else None
+        target = before[0] if before else head_key(band)
+        merged = [*(decode(before[1]) if before else []), *others]
+        new[own] = b""
+        if merged:
+            new[target] = encode(merged)
+    elif had and cover:
+        new[cover[0]] = encode(others)
+    writes = {key: (old.get(key), data) for key, data in new.items()
+              if data != (old.get(key) or b"")}
+    return BlockChange(writes, had, entry is not None)
+
+
 def fewest_blocks(entries: Iterable[BlockPosting], limit: int) -> list[Posting]:
     """The ``limit`` postings a read of the fewest whole blocks returns: blocks in descending
     key order until they hold ``limit`` postings, the best of them. A store may read more
     blocks (its pages), never fewer, so this is the least a search sees (offline quality
     measurements use it: bench/budget_quality.py)."""
-    blocks: dict[str, list[BlockPosting]] = {}
-    for entry in entries:
-        blocks.setdefault(block_key(entry.code, entry.posting.record_id), []).append(entry)
+    blocks = layout(entries)
     read: list[BlockPosting] = []
     for key in sorted(blocks, reverse=True):
         if len(read) >= limit:
             break
-        read.extend(blocks[key])
+        read.extend(decode(blocks[key]))
     return best(read, limit)

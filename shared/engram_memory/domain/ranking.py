@@ -32,8 +32,9 @@ SCORE_DECIMALS = 9
 """Scores are rounded before ordering so the order always agrees with the shown scores."""
 IMPACT_VERSION = "2"
 """Version of the impact key the postings are ordered by (domain/impact.py); 2: k1 = 2.5."""
-POSTING_LAYOUT_VERSION = "1"
-"""Version of the stored posting layout (1: packed blocks, domain/posting_blocks.py)."""
+POSTING_LAYOUT_VERSION = "2"
+"""Version of the stored posting layout (1: blocks of fixed record-id ranges; 2: blocks of
+hashed record-id runs, domain/posting_blocks.py)."""
 PROJECTION_GENERATION = f"t{TOKENIZER_VERSION}i{IMPACT_VERSION}b{POSTING_LAYOUT_VERSION}"
 """Names the projection's key space: a new tokenizer, impact key or posting layout is a new,
 empty index (rebuilt from canonical state, docs/search.md "Generations"), never mixed with

@@ -1,11 +1,17 @@
 """Complete the scores of a budgeted search's best candidates from canonical state.
 
 The pure rules are domain/completion.py. Here: the best ``completion_cap`` candidates by
-partial score are read from the main table (consistent BatchGetItem, 100 ids each, all
-batches at once: one round trip), the ones lacking a posting under an open term are
-analyzed from their content as the projector analyzes it, and the ranking is scored
-again. The rows read are handed to revalidation, which reads only the records it still
-lacks. Nothing is read when no term is open (the scores are already exact).
+partial score are read from the main table (BatchGetItem, 100 ids each, all batches at once:
+one round trip), the ones lacking a posting under an open term are analyzed from their
+content as the projector analyzes it, and the ranking is scored again. Nothing is read when
+no term is open (the scores are already exact).
+
+The reads are **eventually consistent** (half the read units of a consistent read): a
+record's content never changes under its id (the id is the digest of the record), so a
+stale read can only miss a record or show an older state. Completion scores only the
+records it reads as ``accepted_current`` with content; every other candidate keeps its
+partial score, and revalidation's own consistent reads decide what is eligible (the rows
+read here are never handed to it).
 """
 
 from __future__ import annotations
@@ -41,9 +47,8 @@ class ScoreCompletion:
         self._config = config
 
     def rank(self, scope: Scope, terms: Sequence[str], view: MergedView,
-             read: Mapping[str, Sequence[Posting]], limit: int
-             ) -> tuple[list[ScoredRecord], dict[str, RecordRow]]:
-        """The ranking and the record rows read to complete it.
+             read: Mapping[str, Sequence[Posting]], limit: int) -> list[ScoredRecord]:
+        """The ranking, its best candidates' scores completed.
 
         ``read`` is what the projection returned for each term with ``limit`` postings
         asked (before the journal tail was merged): a term is open when either list is full.
@@ -51,25 +56,23 @@ class ScoreCompletion:
         ranked = score_postings(terms, view.postings, view.stats, self._config, view.dfs)
         open_ = open_terms(terms, read, limit) | open_terms(terms, view.postings, limit)
         if not open_ or not ranked or self._config.completion_cap == 0:
-            return ranked, {}
-        chosen = to_complete(ranked, self._config.completion_cap)
+            return ranked
+        chosen = lacking(to_complete(ranked, self._config.completion_cap), view.postings,
+                         open_)
         rows = self._read(scope, chosen)
         documents: dict[str, AnalyzedDocument] = {}
-        dropped: set[str] = set()
-        for record_id in lacking(chosen, view.postings, open_):
+        for record_id in chosen:
             row = rows.get(record_id)
-            if row is None or row.state != ACCEPTED_CURRENT or row.record is None:
-                dropped.add(record_id)  # revalidation would drop it: no score to complete
-                continue
-            documents[record_id] = analyze(record_document(record_id, row.record))
-        if not documents and not dropped:
-            return ranked, rows
-        return complete(terms, view.postings, view.stats, view.dfs, documents,
-                        frozenset(dropped), self._config), rows
+            if row is not None and row.state == ACCEPTED_CURRENT and row.record is not None:
+                documents[record_id] = analyze(record_document(record_id, row.record))
+        if not documents:
+            return ranked
+        return complete(terms, view.postings, view.stats, view.dfs, documents, self._config)
 
     def _read(self, scope: Scope, record_ids: list[str]) -> dict[str, RecordRow]:
         chunks = [record_ids[i:i + _READ_BATCH] for i in range(0, len(record_ids), _READ_BATCH)]
-        futures = [in_background(partial(self._records.get_records, scope, chunk),
+        futures = [in_background(partial(self._records.get_records, scope, chunk,
+                                         consistent=False),
                                  width=COMPLETION_READERS) for chunk in chunks]
         rows: dict[str, RecordRow] = {}
         for future in futures:

@@ -131,7 +131,7 @@ class SearchService:
         use_semantic = self._check_policy(ctx, args)
         req_digest = request_digest(args)
         state = self._continuation(ctx, args, req_digest)
-        system_as_of, ranked, profile, rows = self._ranking(ctx.scope, args, use_semantic)
+        system_as_of, ranked, profile = self._ranking(ctx.scope, args, use_semantic)
         if state is not None and system_as_of < state.system_as_of:
             raise StalePage  # the journal went backwards (a restore): the ordering is void
         if state is not None and state.profile_digest != profile.config_digest:
@@ -140,7 +140,7 @@ class SearchService:
         offset = state.offset if state is not None else 0
         purpose = visible_purpose(ctx.purpose_ref, self._purpose_scope)
         hits = self._revalidate(ctx.scope, ranked, offset + args.limit + 1, system_as_of, now_ms,
-                                purpose, rows)
+                                purpose)
         ids = [hit[0].record_id for hit in hits]
         if state is not None and (
             len(ids) < offset or delivered_digest(ids[:offset]) != state.delivered_digest
@@ -166,29 +166,28 @@ class SearchService:
         return state
 
     def _ranking(self, scope: Scope, args: SearchArgs, use_semantic: bool
-                 ) -> tuple[int, list[ScoredRecord], RankingProfile, dict[str, RecordRow]]:
-        """The pinned head, the ranking, the profile it was made with (fused when the
-        semantic channel is used; it reads the same journal tail as the lexical one) and the
-        record rows score completion read (revalidation does not read them again)."""
+                 ) -> tuple[int, list[ScoredRecord], RankingProfile]:
+        """The pinned head, the ranking and the profile it was made with (fused when the
+        semantic channel is used; it reads the same journal tail as the lexical one)."""
         channel = self._channels.semantic if use_semantic else None
         # The query embedding and the vector index read run beside the lexical reads (one
         # round trip for both channels); only the journal tail's correction waits for them.
         nearest = (in_background(partial(channel.nearest, scope, args.query))
                    if channel is not None else None)
-        head, lexical, delta, rows = self._rank(scope, args.query, use_semantic)
+        head, lexical, delta = self._rank(scope, args.query, use_semantic)
         if channel is None or nearest is None:
-            return head, lexical, self._channels.lexical_profile, rows
+            return head, lexical, self._channels.lexical_profile
         try:
             semantic = channel.with_tail(nearest.result(), semantic_tail(delta))
             profile = self._channels.fused_profile()
         except SemanticChannelError:
             if args.capability_policy.minimum_channels == "lexical_and_semantic":
                 raise RankingUnavailable from None  # required: never a lexical fallback
-            return head, lexical, self._channels.lexical_profile, rows
-        return head, self._channels.fuse(lexical, semantic), profile, rows
+            return head, lexical, self._channels.lexical_profile
+        return head, self._channels.fuse(lexical, semantic), profile
 
     def _rank(self, scope: Scope, query: str, with_tail: bool
-              ) -> tuple[int, list[ScoredRecord], TailDelta, dict[str, RecordRow]]:
+              ) -> tuple[int, list[ScoredRecord], TailDelta]:
         """:meth:`_rank_in` the current generation; while that one is being rebuilt (too
         far behind the head), in the previous one, if there is one it can be."""
         try:
@@ -201,17 +200,17 @@ class SearchService:
 
     def _rank_in(self, projection: ProjectionStore, tail: JournalTail, scope: Scope,
                  query: str, with_tail: bool
-                 ) -> tuple[int, list[ScoredRecord], TailDelta, dict[str, RecordRow]]:
+                 ) -> tuple[int, list[ScoredRecord], TailDelta]:
         """The pinned head, the lexical ranking at it (projection + journal tail, its best
         candidates' scores completed), the tail itself (read even without query terms when
-        ``with_tail``: semantic needs it) and the record rows completion read."""
+        ``with_tail``: semantic needs it)."""
         terms = query_terms(query)
         if not terms:
             head = self._records.head_cursor(scope)
             if not with_tail:
-                return head, [], TailDelta(), {}
+                return head, [], TailDelta()
             mark = projection.search_stats(scope, []).watermark
-            return head, [], tail.delta(scope, mark, head), {}
+            return head, [], tail.delta(scope, mark, head)
         # One round trip for all three: the head, the stats with the watermark, the postings.
         head_future = in_background(lambda: self._records.head_cursor(scope))
         stats_future = in_background(lambda: projection.search_stats(scope, terms))
@@ -223,25 +222,21 @@ class SearchService:
         delta = tail.delta(scope, stats.watermark, head)
         view = merge_tail(terms, postings, stats.corpus, stats.dfs, delta, k)
         if not any(view.postings.values()):
-            return head, [], delta, {}
+            return head, [], delta
         # The best candidates' scores completed with every query term (one more round
         # trip, only when a term's read stopped at its share: docs/search.md).
-        ranked, rows = self._completion.rank(scope, terms, view, postings, k)
-        return head, ranked, delta, rows
+        return head, self._completion.rank(scope, terms, view, postings, k), delta
 
     def _revalidate(self, scope: Scope, ranked: list[ScoredRecord], need: int,
-                    system_as_of: int, now_ms: int, purpose: str | None,
-                    known: Mapping[str, RecordRow]) -> list[Hit]:
-        """Eligible hits in rank order, at most ``need``, read in consistent batches
-        (``known``: rows this search already read consistently, after pinning its head)."""
+                    system_as_of: int, now_ms: int, purpose: str | None) -> list[Hit]:
+        """Eligible hits in rank order, at most ``need``, read in consistent batches."""
         hits: list[Hit] = []
         position = 0
         while position < len(ranked) and len(hits) < need:
             size = min(_BATCH, need - len(hits)) if position == 0 else _BATCH
             batch = ranked[position:position + size]
             position += len(batch)
-            unread = [hit.record_id for hit in batch if hit.record_id not in known]
-            rows = {**self._records.get_records(scope, unread), **known} if unread else known
+            rows = self._records.get_records(scope, [hit.record_id for hit in batch])
             for scored in batch:
                 row = rows.get(scored.record_id)
                 if row is not None and is_eligible(

@@ -1,9 +1,9 @@
 """During a rebuild of the current generation, searches are answered from the previous one.
 
-Generation ``t2i2`` stored one item per posting; ``t2i2b1`` packs them in blocks (same
-tokenizer and impact codes). After an upgrade the current generation starts empty; until
-its rebuild reaches the journal head, searches read the previous generation plus the
-journal tail instead of answering PROJECTION_STALE (docs/reindex.md).
+Generation ``t2i2b1`` kept a term's postings in blocks of fixed record-id ranges; ``t2i2b2`` in
+blocks of hashed record-id runs (same tokenizer and impact codes). After an upgrade the current
+generation starts empty; until its rebuild reaches the journal head, searches read the previous
+generation plus the journal tail instead of answering PROJECTION_STALE (docs/reindex.md).
 """
 
 from __future__ import annotations
@@ -11,18 +11,29 @@ from __future__ import annotations
 from engram_memory.adapters.dynamodb.previous_generation import PREVIOUS_GENERATION
 from engram_memory.adapters.dynamodb.projection_generations import delete_other_generations
 from engram_memory.composition import projection as projection_root
-from engram_memory.domain.posting_blocks import decode
+from engram_memory.domain.posting_blocks import BlockPosting, band_of, decode, encode
 from engram_memory.domain.ranking import PROJECTION_GENERATION
 
 from tests.integration.read_path.conftest import ReadPath, error_code, ids
 from tests.integration.read_path.test_reindex import _projection, _scores
 
+_B1_ID_CHARACTERS = "234567abcdefghijklmnopqrstuvwxyz"
+
+
+def _b1_key(entry: BlockPosting) -> str:
+    """The previous layout's block of a posting: band, then the record-id range of the
+    id's first two characters (1,024 ranges)."""
+    body = entry.posting.record_id.removeprefix("mem_")
+    first, second = (_B1_ID_CHARACTERS.index(c) for c in body[:2])
+    return f"{band_of(entry.code):02d}#{first * 32 + second:04d}"
+
 
 def _as_previous_generation(read_path: ReadPath) -> None:
-    """Leave the projection as the previous release wrote it (one item per posting) and the
-    current generation empty, as right after the upgrade."""
+    """Leave the projection as the previous release wrote it (blocks of fixed record-id
+    ranges) and the current generation empty, as right after the upgrade."""
     table = read_path.aws.settings.projection_table_name
     client = read_path.aws.dynamodb
+    previous_blocks: dict[tuple[str, str], list[BlockPosting]] = {}
     for item in _projection(read_path):
         client.delete_item(TableName=table, Key={"pk": item["pk"], "sk": item["sk"]})
         pk = item["pk"]["S"].replace(f"#{PROJECTION_GENERATION}", f"#{PREVIOUS_GENERATION}")
@@ -30,11 +41,10 @@ def _as_previous_generation(read_path: ReadPath) -> None:
             client.put_item(TableName=table, Item={**item, "pk": {"S": pk}})
             continue
         for entry in decode(bytes(item["p"]["B"])):
-            posting = entry.posting
-            client.put_item(TableName=table, Item={
-                "pk": {"S": pk}, "sk": {"S": f"{entry.code:09d}#{posting.record_id}"},
-                "tf": {"S": ",".join(map(str, posting.tf))},
-                "len": {"S": ",".join(map(str, posting.lengths))}})
+            previous_blocks.setdefault((pk, _b1_key(entry)), []).append(entry)
+    for (pk, sk), entries in previous_blocks.items():
+        client.put_item(TableName=table, Item={"pk": {"S": pk}, "sk": {"S": sk},
+                                               "p": {"B": encode(entries)}})
 
 
 def test_the_previous_generation_serves_until_the_rebuild_completes(

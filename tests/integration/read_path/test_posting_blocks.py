@@ -17,7 +17,7 @@ from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionSto
 from engram_memory.domain.canonical import record_id_for
 from engram_memory.domain.context import Scope
 from engram_memory.domain.impact import impact_code, posting_codes, top_postings
-from engram_memory.domain.posting_blocks import BlockPosting, band_of, decode
+from engram_memory.domain.posting_blocks import BlockPosting, band_of, decode, layout
 from engram_memory.domain.ranking import AnalyzedDocument, Posting
 
 from tests.integration.conftest import AwsEnv
@@ -79,6 +79,11 @@ def test_replayed_and_reordered_writes_leave_identical_blocks(aws: AwsEnv) -> No
     held = [rid for (kind, _), data in blocks.items() if kind == "POST:quokka"
             for rid in (e.posting.record_id for e in decode(data))]
     assert sorted(held) == sorted(d.record_id for d in docs[10:])
+    # Exactly the blocks the layout rule gives the postings that are left.
+    stored = {sk: data for (kind, sk), data in blocks.items() if kind == "POST:quokka"}
+    codes = [(d, posting_codes(d)["quokka"]) for d in docs[10:]]
+    assert stored == layout(BlockPosting(code, Posting(d.record_id, d.frequencies["quokka"],
+                                                       d.lengths)) for d, code in codes)
 
 
 def test_two_writers_of_one_block_both_land(aws: AwsEnv) -> None:

@@ -1,22 +1,24 @@
 """Posting blocks and their per-term df counters, written together so df is always exact.
 
-A posting lives in one block (``domain/posting_blocks.py``); changing it rewrites that
-block. Each change is read (consistently), recomputed and written back in a transaction
-whose ``Put``/``Delete`` of the block is conditioned on the block still holding exactly the
-bytes that were read, beside ``ADD df ±1`` on the term's counter when the record's posting
-appeared or disappeared. So ``df(term)`` = the number of postings in the term's blocks at
-every instant; a replay (the posting already there, or already gone) writes nothing; two
-writers of one block never lose each other's posting (the loser's condition fails, it
-reads again and retries). Changes go 25 to a transaction, one per term (one counter per
-term); after a cancellation, a conflict or throttling, the chunk is read and planned again
-after a backoff.
+A posting lives in one block (``domain/posting_blocks.py``); changing it rewrites that block, and
+the block before it when the record starts a block (a split or a merge). Each change reads those two
+blocks (one consistent descending Query of two keys; the changes of a transaction all at once),
+recomputes them and writes them back in a transaction whose ``Put``/``Delete`` of each block is
+conditioned on the block still holding exactly the bytes that were read (or still being absent),
+beside ``ADD df ±1`` on the term's counter when the record's posting appeared or disappeared. So
+``df(term)`` = the number of postings in the term's blocks at every instant; a replay (the posting
+already there, or already gone) writes nothing; two writers of one block never lose each other's
+posting (the loser's condition fails, it reads again and retries). Changes go 25 to a transaction,
+one per term (one counter per term); after a cancellation, a conflict or throttling, the chunk is
+read and planned again after a backoff.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from engram_memory.adapters.aws_errors import (
@@ -28,28 +30,22 @@ from engram_memory.adapters.aws_errors import (
     is_transaction_busy,
     translate,
 )
+from engram_memory.concurrency import in_background
 from engram_memory.domain.errors import RateLimited, StoreUnavailable
-from engram_memory.domain.posting_blocks import (
-    BlockPosting,
-    block_key,
-    decode,
-    with_posting,
-    without_record,
-)
+from engram_memory.domain.posting_blocks import BlockPosting, change, near_range
 
 _CHANGES_PER_TRANSACTION = 25
 _MAX_ATTEMPTS = 8
+NEAR_READERS = 8
+"""A transaction's block reads in flight at once (its changes are on distinct terms)."""
 BLOCK_ATTRIBUTE = "p"
+Near = dict[str, list[tuple[str, bytes]]]
+"""Per term, the blocks a change of it may touch (sort key, bytes), highest key first."""
 
 
 def df_key(scope_key: str, term: str) -> dict[str, Any]:
     """Key of a term's df counter (its own partition: no scope-wide hot key)."""
     return {"pk": {"S": f"DF#{scope_key}#{term}"}, "sk": {"S": "DF"}}
-
-
-def block_item_key(scope_key: str, term: str, code: int, record_id: str) -> dict[str, Any]:
-    """Key of the block holding the record's posting of ``term`` (impact ``code``)."""
-    return {"pk": {"S": f"POST#{scope_key}#{term}"}, "sk": {"S": block_key(code, record_id)}}
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +59,6 @@ class PostingChange:
     entry: BlockPosting | None = None
 
 
-def _cache_key(key: Mapping[str, Any]) -> tuple[str, str]:
-    return key["pk"]["S"], key["sk"]["S"]
-
-
 class PostingWriter:
     """Applies posting changes to their blocks with their df counters, replay-safely."""
 
@@ -77,9 +69,9 @@ class PostingWriter:
         self._scope_key = scope_key
         self._sleep = sleep
 
-    def key(self, change: PostingChange) -> dict[str, Any]:
-        """The block item key a change rewrites."""
-        return block_item_key(self._scope_key, change.term, change.code, change.record_id)
+    def post_key(self, term: str) -> dict[str, Any]:
+        """The partition key of a term's blocks."""
+        return {"S": f"POST#{self._scope_key}#{term}"}
 
     def apply(self, changes: Sequence[PostingChange]) -> None:
         """Apply every change; one already applied (a replay) writes nothing."""
@@ -88,7 +80,7 @@ class PostingWriter:
 
     def _apply_chunk(self, chunk: list[PostingChange]) -> None:
         for attempt in range(_MAX_ATTEMPTS):
-            actions = self.plan(chunk, self.read_blocks(chunk))
+            actions = self.plan(chunk, self.read_near(chunk))
             if not actions:
                 return
             try:
@@ -112,55 +104,40 @@ class PostingWriter:
                for code in codes):
             raise StoreUnavailable from exc
 
-    def read_blocks(self, changes: Sequence[PostingChange]) -> dict[tuple[str, str], bytes]:
-        """The current bytes of every block the changes touch (consistent; absent = missing)."""
-        keys = list({_cache_key(k): k for k in map(self.key, changes)}.values())
-        found: dict[tuple[str, str], bytes] = {}
-        for start in range(0, len(keys), 100):
-            pending: dict[str, Any] = {self._table: {
-                "Keys": keys[start:start + 100], "ConsistentRead": True,
-                "ProjectionExpression": "pk, sk, #p",
-                "ExpressionAttributeNames": {"#p": BLOCK_ATTRIBUTE}}}
-            for attempt in range(_MAX_ATTEMPTS):
-                try:
-                    response = self._client.batch_get_item(RequestItems=pending)
-                except AWS_FAILURES as exc:
-                    raise translate(exc) from exc
-                for item in response.get("Responses", {}).get(self._table, []):
-                    found[_cache_key(item)] = bytes(item[BLOCK_ATTRIBUTE]["B"])
-                pending = response.get("UnprocessedKeys") or {}
-                if not pending:
-                    break
-                self._sleep(min(0.05 * 2**attempt, 1.0))
-            else:
-                raise RateLimited
-        return found
+    def read_near(self, changes: Sequence[PostingChange]) -> Near:
+        """For every change, the blocks it may touch (consistent reads, all in flight at
+        once; ``posting_blocks.near_range``). At most one change per term."""
+        futures = {change.term: in_background(partial(self._near, change), width=NEAR_READERS)
+                   for change in changes}
+        return {term: future.result() for term, future in futures.items()}
 
-    def plan(self, changes: Sequence[PostingChange],
-             current: Mapping[tuple[str, str], bytes]) -> list[dict[str, Any]]:
-        """Transaction actions that take the blocks from ``current`` to the changes applied:
+    def _near(self, posting: PostingChange) -> list[tuple[str, bytes]]:
+        low, high = near_range(posting.code, posting.record_id)
+        try:
+            response = self._client.query(
+                TableName=self._table, ConsistentRead=True, ScanIndexForward=False, Limit=2,
+                KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
+                ExpressionAttributeValues={":pk": self.post_key(posting.term),
+                                           ":low": {"S": low}, ":high": {"S": high}},
+                ProjectionExpression="sk, #p", ExpressionAttributeNames={"#p": BLOCK_ATTRIBUTE})
+        except AWS_FAILURES as exc:
+            raise translate(exc) from exc
+        return [(item["sk"]["S"], bytes(item[BLOCK_ATTRIBUTE]["B"]))
+                for item in response.get("Items", [])[:2]]
+
+    def plan(self, changes: Sequence[PostingChange], near: Near) -> list[dict[str, Any]]:
+        """Transaction actions that take the blocks from ``near`` to the changes applied:
         per changed block a conditional Put (or Delete when emptied) and, when the record's
         posting appeared or disappeared, its df delta. Changes already applied give none."""
-        blocks = dict(current)
-        deltas: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}
-        df_deltas: dict[str, int] = {}
-        for change in changes:
-            key = self.key(change)
-            where = _cache_key(key)
-            old = blocks.get(where)
-            had = old is not None and any(
-                e.posting.record_id == change.record_id for e in decode(old))
-            new = (with_posting(old, change.entry) if change.entry is not None
-                   else without_record(old, change.record_id))
-            if new == (old or b""):
-                continue
-            blocks[where] = new
-            deltas[where] = (key, change.term)
-            df_deltas[change.term] = (df_deltas.get(change.term, 0)
-                                      + (change.entry is not None) - had)
-        actions = [self._block_action(key, current.get(where), blocks[where])
-                   for where, (key, _term) in deltas.items()]
-        actions += [self._df_action(term, delta) for term, delta in df_deltas.items() if delta]
+        actions: list[dict[str, Any]] = []
+        for posting in changes:
+            done = change(posting.code, posting.record_id, posting.entry,
+                          near.get(posting.term, []))
+            pk = self.post_key(posting.term)
+            actions.extend(self._block_action({"pk": pk, "sk": {"S": sk}}, old, new)
+                           for sk, (old, new) in sorted(done.writes.items()))
+            if done.has != done.had:
+                actions.append(self._df_action(posting.term, 1 if done.has else -1))
         return actions
 
     def _block_action(self, key: dict[str, Any], old: bytes | None,
@@ -187,13 +164,13 @@ def _chunks(changes: Sequence[PostingChange]) -> list[list[PostingChange]]:
     """Transactions of at most 25 changes, never two on one term (one counter per item)."""
     chunks: list[list[PostingChange]] = []
     open_terms: list[set[str]] = []
-    for change in changes:
+    for posting in changes:
         for chunk, terms in zip(chunks, open_terms, strict=True):
-            if len(chunk) < _CHANGES_PER_TRANSACTION and change.term not in terms:
-                chunk.append(change)
-                terms.add(change.term)
+            if len(chunk) < _CHANGES_PER_TRANSACTION and posting.term not in terms:
+                chunk.append(posting)
+                terms.add(posting.term)
                 break
         else:
-            chunks.append([change])
-            open_terms.append({change.term})
+            chunks.append([posting])
+            open_terms.append({posting.term})
     return chunks

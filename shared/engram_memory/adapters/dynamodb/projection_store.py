@@ -4,15 +4,15 @@ Every partition key names the projection generation ``{g}`` (tokenizer + impact 
 versions, ``ranking.PROJECTION_GENERATION``) after the scope, so an index built by another
 tokenizer is never read or written by this code: it is rebuilt (docs/search.md).
 
-* postings  ``POST#{t}#{w}#{g}#{term}`` / ``{band:02d}#{shard:04d}``: ``p`` (binary: a block of
-  postings, ``domain/posting_blocks.py``)
+* postings  ``POST#{t}#{w}#{g}#{term}`` / ``{band:02d}#`` or ``{band:02d}#{record_id}``: ``p``
+  (binary: a block of postings, ``domain/posting_blocks.py``)
 * df        ``DF#{t}#{w}#{g}#{term}`` / ``DF``: ``df`` (number, = the term's posting count)
 * doc       ``DOC#{t}#{w}#{g}`` / ``{record_id}``: ``state``, ``digest``, ``len``, ``chunks``
 * doc terms ``DOC#{t}#{w}#{g}`` / ``{record_id}#T#{n:04d}``: ``terms`` (``term\tcode`` lines)
 * stats     ``STATS#{t}#{w}#{g}`` / ``STATS``: ``n``, ``l0``..``l4`` (numbers, atomic ADD), ``wm``
   (the watermark: every journal event up to this cursor is applied; only ever raised)
 
-Blocks sort by impact band, then record-id range (domain/impact.py, domain/posting_blocks.py),
+Blocks sort by impact band, then record id (domain/impact.py, domain/posting_blocks.py),
 so a term's best K are its first blocks in one descending Query.
 Stats change only inside the transaction that flips the doc item's state, conditioned on
 the previous state, and df only with the posting it counts (posting_writer.py), so a
@@ -43,12 +43,7 @@ from engram_memory.adapters.dynamodb.posting_writer import (
 from engram_memory.concurrency import in_background
 from engram_memory.domain.errors import RateLimited, StoreUnavailable
 from engram_memory.domain.impact import posting_codes
-from engram_memory.domain.posting_blocks import (
-    BlockPosting,
-    best,
-    decode,
-    encode,
-)
+from engram_memory.domain.posting_blocks import SPACING, BlockPosting, best, decode, layout
 from engram_memory.domain.ranking import (
     FIELDS,
     PROJECTION_GENERATION,
@@ -70,8 +65,6 @@ _GET_BATCH = 100
 _MAX_ATTEMPTS = 8
 _TRANSACTION_ACTIONS = 100
 _LENGTH_ATTRS = tuple(f"l{i}" for i in range(len(FIELDS)))
-_FIRST_BLOCKS = 16
-"""Blocks a term's first read takes when no earlier read of it is remembered."""
 _MIN_PAGE_BLOCKS = 16
 _MAX_PAGE_BLOCKS = 2000
 _REMEMBERED_TERMS = 20_000
@@ -80,6 +73,13 @@ POSTINGS_READERS = MAX_QUERY_TERMS
 a time, so every term of a query (at most MAX_QUERY_TERMS) is read in one round trip; in
 the one-process local service the pool also caps what all searches together have in
 flight, so one search cannot crowd out other workspaces' calls (docs/search.md)."""
+
+
+def first_page(limit: int) -> int:
+    """Blocks a term's first read asks for when no earlier read of it is remembered: what
+    ``limit`` postings fill at ``SPACING`` per block, a quarter more (most of a frequent
+    term's blocks are full; a rare term has fewer blocks than asked for anyway)."""
+    return max(_MIN_PAGE_BLOCKS, min(_MAX_PAGE_BLOCKS, -(-limit * 5 // (4 * SPACING))))
 
 
 def space(scope: Scope) -> str:
@@ -268,19 +268,20 @@ class DynamoProjectionStore:
 
     def postings(self, scope: Scope, term: str, limit: int) -> list[Posting]:
         """The term's ``limit`` best postings: its blocks in descending key order (impact
-        band, then record-id range) until at least ``limit`` postings are read, sorted.
+        band, then record id) until at least ``limit`` postings are read, sorted.
 
         The page size is the number of blocks the last read of this term and limit needed
         to hold ``limit`` postings (remembered per process, an eighth more; a warm
-        container reads a term in one round trip), else ``_FIRST_BLOCKS``; further pages
-        are sized from the postings per block seen, at most four times the blocks read so
-        far (a term's top bands are sparse, its middle ones can be dense). Which postings
+        container reads a term in one round trip), else what ``limit`` postings fill at
+        the blocks' mean size (``first_page``); further pages are sized from the postings
+        per block seen, at most four times the blocks read so far (a term's top bands are
+        sparse, its middle ones dense). Which postings
         come back depends only on how many blocks were read (docs/posting-blocks.md).
         """
         pk = f"POST#{self._space(scope)}#{term}"
         remembered = self._last_reads.get((pk, limit))
         reader = _BlockReader(self, pk)
-        first = _FIRST_BLOCKS if remembered is None else remembered + remembered // 8 + 1
+        first = first_page(limit) if remembered is None else remembered + remembered // 8 + 1
         reader.read_page(first, limit)
         while len(reader.entries) < limit and reader.more:
             reader.read_page(reader.blocks_for(limit), limit)
@@ -338,12 +339,12 @@ class DynamoProjectionStore:
 
     def index_at_once(self, scope: Scope, analyzed: AnalyzedDocument,
                       record_digest: str) -> bool:
-        """Term list, postings with their df, doc → indexed and stats += document, all in
-        ONE transaction when they fit one (≤ 100 actions: up to 48 distinct terms, most
-        notes); False when they do not fit, or a condition or a conflict cancelled it (the
-        doc already indexed, an orphan posting of a crashed attempt): the caller then takes
-        :meth:`put_postings` + :meth:`commit_indexed`, which handle those cases. Nothing is
-        half-written: the transaction commits whole or not at all."""
+        """Term list, postings with their df, doc → indexed and stats += document, all in ONE
+        transaction when they fit one (≤ 100 actions: up to 48 distinct terms, most notes, fewer
+        when the record starts blocks); False when they do not fit, or a condition or a conflict
+        cancelled it (the doc already indexed, an orphan posting of a crashed attempt): the caller
+        then takes :meth:`put_postings` + :meth:`commit_indexed`, which handle those cases. Nothing
+        is half-written: the transaction commits whole or not at all."""
         codes = posting_codes(analyzed)
         chunks = self._term_list_requests(scope, analyzed.record_id, codes)
         if 2 * len(codes) + len(chunks) + 2 > _TRANSACTION_ACTIONS:
@@ -355,9 +356,11 @@ class DynamoProjectionStore:
             for chunk in chunks
         ]
         # The blocks as read now; the transaction's conditions fail if they change first.
-        actions.extend(writer.plan(changes, writer.read_blocks(changes)))
+        actions.extend(writer.plan(changes, writer.read_near(changes)))
         actions.append(self._doc_put(scope, analyzed, record_digest, len(chunks)))
         actions.append(self._stats_update(scope, 1, analyzed.lengths))
+        if len(actions) > _TRANSACTION_ACTIONS:
+            return False  # block splits made it too big: the two-step path takes it
         try:
             self._client.transact_write_items(TransactItems=actions)
         except AWS_FAILURES as exc:
@@ -426,24 +429,26 @@ class DynamoProjectionStore:
                   watermark: int | None = None) -> None:
         """Index many never-indexed documents at once (rebuilds, the scale bench).
 
-        Blocks (merged with the blocks already there, read consistently), term lists and doc
-        items go out in 25-item batches; the stats and every term's df get one ADD for the
-        whole set. Unlike the projector path this is not replay-safe and must not run beside
-        a projector: run it only on records the projection has never seen. ``watermark``:
-        the journal cursor the documents are the accepted_current records of.
+        Each term's blocks (laid out again with the postings already there, read
+        consistently), term lists and doc items go out in 25-item batches; the stats and
+        every term's df get one ADD for the whole set. Unlike the projector path this is not
+        replay-safe and must not run beside a projector: run it only on records the
+        projection has never seen. ``watermark``: the journal cursor the documents are the
+        accepted_current records of.
         """
         requests: list[dict[str, Any]] = []
         sums = [0] * len(FIELDS)
         dfs: dict[str, int] = {}
         writer = PostingWriter(self._client, self._table, self._space(scope))
-        changes: list[PostingChange] = []
+        added: dict[str, list[BlockPosting]] = {}
         for analyzed, record_digest in documents:
             lengths = _csv(analyzed.lengths)
             sums = [a + b for a, b in zip(sums, analyzed.lengths, strict=True)]
             codes = posting_codes(analyzed)
-            for term in codes:
-                dfs[term] = dfs.get(term, 0) + 1
-            changes.extend(_additions(analyzed, codes))
+            for change in _additions(analyzed, codes):
+                dfs[change.term] = dfs.get(change.term, 0) + 1
+                if change.entry is not None:
+                    added.setdefault(change.term, []).append(change.entry)
             chunks = self._term_list_requests(scope, analyzed.record_id, codes)
             requests.extend(chunks)
             requests.append({"PutRequest": {"Item": {
@@ -451,16 +456,15 @@ class DynamoProjectionStore:
                 "state": {"S": _INDEXED}, "digest": {"S": record_digest},
                 "len": {"S": lengths}, "chunks": {"N": str(len(chunks))},
             }}})
-        grouped: dict[tuple[str, str], list[BlockPosting]] = {}
-        for change in changes:
-            where = writer.key(change)
-            if change.entry is not None:
-                grouped.setdefault((where["pk"]["S"], where["sk"]["S"]), []).append(change.entry)
-        for name, data in writer.read_blocks(changes).items():
-            grouped[name] = decode(data) + grouped.get(name, [])
-        requests.extend({"PutRequest": {"Item": {
-            "pk": {"S": pk}, "sk": {"S": sk}, BLOCK_ATTRIBUTE: {"B": encode(entries)}}}}
-            for (pk, sk), entries in grouped.items())
+        for term, entries in added.items():
+            pk = writer.post_key(term)
+            stored = self._term_blocks(pk)
+            blocks = layout([*(e for data in stored.values() for e in decode(data)), *entries])
+            requests.extend({"PutRequest": {"Item": {"pk": pk, "sk": {"S": sk},
+                                                     BLOCK_ATTRIBUTE: {"B": data}}}}
+                            for sk, data in blocks.items() if stored.get(sk) != data)
+            requests.extend({"DeleteRequest": {"Key": {"pk": pk, "sk": {"S": sk}}}}
+                            for sk in stored if sk not in blocks)
         self._batch_write(requests)
         for term, count in sorted(dfs.items()):
             self._call("update_item", TableName=self._table,
@@ -471,6 +475,20 @@ class DynamoProjectionStore:
         self._call("update_item", **update)
         if watermark is not None:
             self.advance_watermark(scope, watermark)
+
+    def _term_blocks(self, pk: dict[str, Any]) -> dict[str, bytes]:
+        """Every block of a term (sort key → bytes), read consistently."""
+        request: dict[str, Any] = {
+            "TableName": self._table, "KeyConditionExpression": "pk = :pk",
+            "ExpressionAttributeValues": {":pk": pk}, "ConsistentRead": True,
+            "ProjectionExpression": "sk, #p", "ExpressionAttributeNames": {"#p": BLOCK_ATTRIBUTE}}
+        blocks: dict[str, bytes] = {}
+        while True:
+            page = self._call("query", **request)
+            blocks.update((i["sk"]["S"], bytes(i[BLOCK_ATTRIBUTE]["B"])) for i in page["Items"])
+            if "LastEvaluatedKey" not in page:
+                return blocks
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _term_list_requests(self, scope: Scope, record_id: str,
                             codes: dict[str, int]) -> list[dict[str, Any]]:

@@ -105,8 +105,11 @@ class DynamoRecordReader:
         items = page.get("Items", [])
         return self._row(scope, items[0]) if items else None
 
-    def get_records(self, scope: Scope, record_ids: Sequence[str]) -> dict[str, RecordRow]:
-        """Record items by id via BatchGetItem (consistent), unprocessed keys retried."""
+    def get_records(self, scope: Scope, record_ids: Sequence[str],
+                    consistent: bool = True) -> dict[str, RecordRow]:
+        """Record items by id via BatchGetItem, unprocessed keys retried (``consistent``
+        False: eventually consistent reads, at half the read units; a large record whose
+        parts are not all read yet is left out)."""
         rows: dict[str, RecordRow] = {}
         ids = list(dict.fromkeys(record_ids))
         for start in range(0, len(ids), _BATCH_GET):
@@ -114,8 +117,8 @@ class DynamoRecordReader:
                 {"pk": {"S": f"SCOPE#{scope.key}"}, "sk": {"S": f"REC#{rid}"}}
                 for rid in ids[start:start + _BATCH_GET]
             ]
-            for item in self._batch_get(keys):
-                row = self._row(scope, item)
+            for item in self._batch_get(keys, consistent):
+                row = self._row(scope, item, consistent)
                 if row is not None:
                     rows[row.record_id] = row
         return rows
@@ -138,14 +141,16 @@ class DynamoRecordReader:
                 return
             raise translate(exc) from exc
 
-    def _row(self, scope: Scope, item: dict[str, Any]) -> RecordRow | None:
+    def _row(self, scope: Scope, item: dict[str, Any],
+             consistent: bool = True) -> RecordRow | None:
         record_id = item["sk"]["S"].removeprefix("REC#")
         text = it.optional_text(item, "record_json")
         parts = it.optional_number(item, "record_parts") or 0
         if text is None and parts:
-            text = self._parts(scope, record_id, parts)
+            text = self._parts(scope, record_id, parts, consistent)
             if text is None:
-                self._check_part_loss(scope, item)
+                if consistent:  # an eventually consistent read may just not see them yet
+                    self._check_part_loss(scope, item)
                 return None  # forgotten or expired between the reads: not eligible
         return RecordRow(
             record_id=record_id,
@@ -169,13 +174,14 @@ class DynamoRecordReader:
         if fresh is not None and all(fresh.get(name) == item.get(name) for name in same):
             raise BlobMissing  # the head still names a part that is gone
 
-    def _parts(self, scope: Scope, record_id: str, parts: int) -> str | None:
+    def _parts(self, scope: Scope, record_id: str, parts: int,
+               consistent: bool = True) -> str | None:
         """A large record's JSON from its ``REC#{id}#PART#{n:04d}`` items; None if one is gone."""
         keys = [
             {"pk": {"S": f"SCOPE#{scope.key}"}, "sk": {"S": f"REC#{record_id}#PART#{n:04d}"}}
             for n in range(parts)
         ]
-        by_key = {item["sk"]["S"]: item for item in self._batch_get(keys)}
+        by_key = {item["sk"]["S"]: item for item in self._batch_get(keys, consistent)}
         pieces: list[bytes] = []
         for key in keys:
             item = by_key.get(key["sk"]["S"])
@@ -184,9 +190,10 @@ class DynamoRecordReader:
             pieces.append(bytes(item["part"]["B"]))
         return b"".join(pieces).decode("utf-8")
 
-    def _batch_get(self, keys: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _batch_get(self, keys: list[dict[str, Any]],
+                   consistent: bool = True) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
-        request: dict[str, Any] = {self._table: {"Keys": keys, "ConsistentRead": True}}
+        request: dict[str, Any] = {self._table: {"Keys": keys, "ConsistentRead": consistent}}
         for attempt in range(_MAX_ATTEMPTS):
             response = self._call("batch_get_item", RequestItems=request)
             items.extend(response.get("Responses", {}).get(self._table, []))

@@ -65,8 +65,10 @@ class RecordReader(Protocol):
         they cost what an unknown id costs (no content read, parsed or returned)."""
         ...
 
-    def get_records(self, scope: Scope, record_ids: Sequence[str]) -> dict[str, RecordRow]:
-        """Many record items of the scope by id (missing ids are absent from the result)."""
+    def get_records(self, scope: Scope, record_ids: Sequence[str],
+                    consistent: bool = True) -> dict[str, RecordRow]:
+        """Many record items of the scope by id (missing ids are absent from the result);
+        ``consistent`` False: a read that may miss recent writes, at half the cost."""
         ...
 
     def mark_projection_complete(self, scope: Scope, record_id: str) -> None:
