@@ -178,7 +178,8 @@ def completed(terms: Sequence[str], index: Index, config: RankingConfig,
         return ranked, 0
     chosen = completion.to_complete(ranked, config.completion_cap)
     documents = {rid: index.analyzed(rid) for rid in completion.lacking(chosen, read, open_)}
-    return completion.complete(terms, read, index.stats, dfs, documents, config), len(documents)
+    return (completion.complete(ranked, terms, read, index.stats, dfs, documents, config),
+            len(documents))
 
 
 def exhaustive(terms: Sequence[str], index: Index, config: RankingConfig) -> list[ScoredRecord]:

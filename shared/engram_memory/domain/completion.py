@@ -24,6 +24,7 @@ from engram_memory.domain.ranking import (
     Posting,
     RankingConfig,
     ScoredRecord,
+    order,
     score_postings,
 )
 
@@ -48,23 +49,25 @@ def lacking(record_ids: Sequence[str], postings: Mapping[str, Sequence[Posting]]
     return [rid for rid in record_ids if any(rid not in ids for ids in held)]
 
 
-def complete(terms: Sequence[str], postings: Mapping[str, Sequence[Posting]],
-             stats: CorpusStats, dfs: Mapping[str, int],
-             documents: Mapping[str, AnalyzedDocument],
+def complete(ranked: Sequence[ScoredRecord], terms: Sequence[str],
+             postings: Mapping[str, Sequence[Posting]], stats: CorpusStats,
+             dfs: Mapping[str, int], documents: Mapping[str, AnalyzedDocument],
              config: RankingConfig) -> list[ScoredRecord]:
-    """The ranking with the completed records' exact scores.
+    """``ranked`` (the scores of ``postings``) with the completed records' exact scores.
 
-    ``documents`` are completed records as analyzed from their content: each gets a posting
-    for every query term it holds (the ones already read are the same postings). Every
-    other candidate keeps the score of its postings read. df stays what the read counted:
-    completion only adds postings the term's counter already counts.
+    ``documents`` are completed records as analyzed from their content: each is scored with
+    every query term it holds (the postings already read are the same postings); every
+    other candidate keeps its score. df stays what the read counted (completion only adds
+    postings the term's counter already counts), so a completed score is exactly what
+    scoring every posting of the projection gives the record. Only the completed records
+    are scored again.
     """
     distinct = list(dict.fromkeys(terms))
     fixed = {t: max(dfs.get(t, 0), len(postings.get(t, ()))) for t in distinct}
-    augmented: dict[str, list[Posting]] = {}
-    for term in distinct:
-        kept = [p for p in postings.get(term, ()) if p.record_id not in documents]
-        kept.extend(Posting(doc.record_id, doc.frequencies[term], doc.lengths)
-                    for doc in documents.values() if term in doc.frequencies)
-        augmented[term] = kept
-    return score_postings(distinct, augmented, stats, config, fixed)
+    completed = {t: [Posting(doc.record_id, doc.frequencies[t], doc.lengths)
+                     for doc in documents.values() if t in doc.frequencies]
+                 for t in distinct}
+    scores = {hit.record_id: hit.score for hit in ranked if hit.record_id not in documents}
+    scores.update((hit.record_id, hit.score)
+                  for hit in score_postings(distinct, completed, stats, config, fixed))
+    return order(scores)

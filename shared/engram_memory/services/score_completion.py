@@ -67,7 +67,8 @@ class ScoreCompletion:
                 documents[record_id] = analyze(record_document(record_id, row.record))
         if not documents:
             return ranked
-        return complete(terms, view.postings, view.stats, view.dfs, documents, self._config)
+        return complete(ranked, terms, view.postings, view.stats, view.dfs, documents,
+                        self._config)
 
     def _read(self, scope: Scope, record_ids: list[str]) -> dict[str, RecordRow]:
         chunks = [record_ids[i:i + _READ_BATCH] for i in range(0, len(record_ids), _READ_BATCH)]
