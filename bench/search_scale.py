@@ -146,6 +146,7 @@ def load(corpus: Corpus, start: int, stop: int, dynamodb: Any, workspace: str = 
     from engram_memory.domain.ranking import analyze
     from engram_memory.domain.records import build_record, payload_digest, record_digest_for
     from engram_memory.domain.search_fields import record_document
+    from engram_memory.local.moto_dynamodb import forget_partition_order
     from engram_memory.services.ports.write import PutRecord
 
     settings = bootstrap.settings()
@@ -169,6 +170,7 @@ def load(corpus: Corpus, start: int, stop: int, dynamodb: Any, workspace: str = 
                              record.record_digest))
         writer.batch_write_item(RequestItems={settings.table_name: puts})
     projection.bulk_load(scope, analyzed, watermark=stop)
+    forget_partition_order()  # the load rewrote blocks in place: no stale cached reads
     dynamodb.put_item(TableName=settings.table_name, Item={
         "pk": {"S": items.journal_pk(scope)}, "sk": {"S": items.HEAD_SK},
         "cursor": {"N": str(stop)}, "event_digest": {"S": "sha256:" + "0" * 64},

@@ -158,6 +158,16 @@ def _cancellation_reasons(backend: Any, transact_items: list[dict[str, Any]]
     return reasons
 
 
+_PARTITION_ORDER: dict[tuple[int, Any], tuple[int, list[Any]]] = {}
+"""Per (table, partition): its item count and items in key order (``cache_order`` only)."""
+
+
+def forget_partition_order() -> None:
+    """Drop the cached partition orders (after a load that rewrote items in place: the
+    cache holds the item objects, and a rewrite keeps a partition's item count)."""
+    _PARTITION_ORDER.clear()
+
+
 def query_reads_one_partition(*, cache_order: bool = False) -> None:
     """A base-table Query reads the queried partition, not a sorted copy of the table.
 
@@ -167,14 +177,15 @@ def query_reads_one_partition(*, cache_order: bool = False) -> None:
     bench/search_scale.py does) each partition's sorted order is kept until its size
     changes, and a Query with ``Limit`` but no start key or range condition is handed only
     the first ``Limit`` items in the requested direction, as DynamoDB reads them (and one
-    more, so that moto answers ``LastEvaluatedKey`` when there is more).
+    more, so that moto answers ``LastEvaluatedKey`` when there is more). A load that
+    rewrites items in place (posting blocks do) calls ``forget_partition_order`` after it.
     """
     if "query" in _INSTALLED:
         return
     from moto.dynamodb.models.table import Table
 
     original = Table.query
-    ordered: dict[tuple[int, Any], tuple[int, list[Any]]] = {}
+    ordered = _PARTITION_ORDER
 
     def partition_of(table: Any, hash_key: Any, ranged: Any, limit: Any, start: Any,
                      forward: Any) -> list[Any]:
