@@ -87,6 +87,13 @@ with mock_aws():
                                           ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
     records = streams.get_records(ShardIterator=iterator, Limit=1000)["Records"]
     seen.append([(r["eventName"], r["dynamodb"]["Keys"]["sk"]["S"]) for r in records])
+    for low, high in (("004", "016"), ("", "011"), ("030", "040"), ("016", "016")):
+        # A posting write's read: the two highest keys in a range, descending.
+        seen.append([i["sk"]["S"] for i in db.query(
+            TableName="t", KeyConditionExpression="pk = :p AND sk BETWEEN :low AND :high",
+            ExpressionAttributeValues={":p": {"S": "P1"}, ":low": {"S": low or "0"},
+                                       ":high": {"S": high}},
+            ScanIndexForward=False, Limit=2)["Items"]])
 print(json.dumps(seen))
 """
 
@@ -122,3 +129,4 @@ def test_shimmed_moto_answers_every_transaction_and_query_as_moto_does() -> None
     # record of any cancelled write.
     assert [sk for _, sk in plain[9]].count("third") == 0
     assert len(plain[9]) == 32
+    assert plain[10:] == [["016", "013"], ["010", "007"], [], ["016"]]  # BETWEEN, Limit 2
