@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from engram_memory.adapters.dynamodb.posting_writer import block_bytes
 from engram_memory.domain.posting_blocks import decode
 
 
@@ -14,6 +15,7 @@ def postings_by_term(items: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
     for item in items:
         if item["pk"]["S"].startswith("POST#"):
             term = item["pk"]["S"].rsplit("#", 1)[1]
-            found.setdefault(term, []).extend(
-                entry.posting.record_id for entry in decode(bytes(item["p"]["B"])))
+            held = [entry.posting.record_id for entry in decode(block_bytes(item))]
+            if held:  # an empty head block holds nothing
+                found.setdefault(term, []).extend(held)
     return found

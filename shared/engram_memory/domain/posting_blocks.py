@@ -211,8 +211,12 @@ def best(entries: Iterable[BlockPosting], limit: int) -> list[Posting]:
 
 
 def layout(entries: Iterable[BlockPosting]) -> dict[str, bytes]:
-    """The blocks (sort key → bytes) a term with these postings has: the stored state after
-    any sequence of changes that leaves exactly these postings (one per record id)."""
+    """The blocks (sort key → bytes) a term with these postings has: every band with a
+    posting has its head block (empty bytes when no posting precedes the band's first
+    block start) and one block per block-starting record. The stored state after any
+    sequence of changes that leaves exactly these postings is this, plus an empty head
+    for each band that once had postings and has none left (``change`` never deletes a
+    head: see there)."""
     by_record = {entry.posting.record_id: entry for entry in entries}
     runs: dict[str, list[BlockPosting]] = {}
     last_band, key = -1, ""
@@ -221,6 +225,7 @@ def layout(entries: Iterable[BlockPosting]) -> dict[str, bytes]:
         band = band_of(entry.code)
         if band != last_band:
             last_band, key = band, head_key(band)
+            runs[key] = []
         if starts_block(record_id):
             key = _start_key(band, record_id)
         runs.setdefault(key, []).append(entry)
@@ -230,10 +235,11 @@ def layout(entries: Iterable[BlockPosting]) -> dict[str, bytes]:
 @dataclass(frozen=True, slots=True)
 class BlockChange:
     """What one posting change does to its blocks: per sort key the bytes before (None:
-    no such block) and after (empty: delete it), and whether the record's posting was
-    there before and is there after (the term's df moves by the difference)."""
+    no such block) and after (None: delete it; a write of unchanged bytes still counts:
+    it tells concurrent writers of that block that its neighbourhood changed), and whether
+    the record's posting was there before and is there after (df moves by the difference)."""
 
-    writes: dict[str, tuple[bytes | None, bytes]]
+    writes: dict[str, tuple[bytes | None, bytes | None]]
     had: bool
     has: bool
 
@@ -246,33 +252,44 @@ def change(code: int, record_id: str, entry: BlockPosting | None,
     ``near``: the stored blocks with the two highest keys in ``near_range(code,
     record_id)``, highest first (fewer when there are fewer). The result keeps the layout
     rule: a block-starting record that arrives splits its run off the block it falls in; one
-    that leaves merges its run back into the block before (or the band's head).
+    that leaves merges its run back into the block before.
+
+    Concurrency: a plan is valid while the block it read as the record's (its *cover*)
+    is unchanged and no block appears between the cover and the record. A block only
+    appears by a split of the block that covered its key then, and a split always writes
+    that block (even when its bytes stay the same) — so a writer conditioning every write
+    on the version it read of each block it writes (``posting_writer``) fails and re-plans
+    whenever another writer made its plan stale. For that, a band always has a block
+    below every other (its head: written, empty if need be, by the first change of the
+    band, never deleted), so every block has a cover to conflict on.
     """
     band = band_of(code)
     own = _start_key(band, record_id)
+    head = head_key(band)
     old = dict(near)
     cover = near[0] if near else None
     held = decode(cover[1]) if cover else []
     had = any(e.posting.record_id == record_id for e in held)
     others = [e for e in held if e.posting.record_id != record_id]
-    new: dict[str, bytes] = {}
+    new: dict[str, bytes | None] = {}
+    touched: set[str] = set()  # written even if unchanged: the neighbourhood changed
     if entry is not None and (not starts_block(record_id) or (cover and cover[0] == own)):
-        new[cover[0] if cover else head_key(band)] = encode([*others, entry])
+        new[cover[0] if cover else head] = encode([*others, entry])
     elif entry is not None:  # a block starts here: split the run from the record on
-        if cover:
-            new[cover[0]] = encode(e for e in others if e.posting.record_id < record_id)
+        below = cover[0] if cover else head
+        new[below] = encode(e for e in others if e.posting.record_id < record_id)
+        touched.add(below)
         new[own] = encode([*(e for e in others if e.posting.record_id > record_id), entry])
     elif cover and cover[0] == own:  # the record's own block goes: merge it into the one before
         before = near[1] if len(near) > 1 else None
-        target = before[0] if before else head_key(band)
-        merged = [*(decode(before[1]) if before else []), *others]
-        new[own] = b""
-        if merged:
-            new[target] = encode(merged)
+        target = before[0] if before else head
+        new[own] = None
+        new[target] = encode([*(decode(before[1]) if before else []), *others])
+        touched.add(target)
     elif had and cover:
         new[cover[0]] = encode(others)
     writes = {key: (old.get(key), data) for key, data in new.items()
-              if data != (old.get(key) or b"")}
+              if key in touched or data != old.get(key, None if data is None else b"")}
     return BlockChange(writes, had, entry is not None)
 
 

@@ -195,7 +195,7 @@ def query_reads_one_partition(*, cache_order: bool = False) -> None:
             # Only the keys in range (moto applies the condition again): a posting write's
             # two-block Query then sorts a few items, not its whole term.
             low, high = bounds
-            return [item for item in items.values() if low <= item.range_key <= high]
+            return [item for item in list(items.values()) if low <= item.range_key <= high]
         if not cache_order or not limit or start or ranged:
             return list(items.values())
         cached = ordered.get((id(table), hash_key))

@@ -8,7 +8,9 @@ no term is open (the scores are already exact).
 
 The reads are **eventually consistent** (half the read units of a consistent read): a
 record's content never changes under its id (the id is the digest of the record), so a
-stale read can only miss a record or show an older state. Completion scores only the
+stale read can only miss a record or show an older state. The candidates a read shows
+missing or not ``accepted_current`` are read again, consistently (one more round trip,
+only then), so the ranking is the one consistent reads give. Completion scores only the
 records it reads as ``accepted_current`` with content; every other candidate keeps its
 partial score, and revalidation's own consistent reads decide what is eligible (the rows
 read here are never handed to it).
@@ -59,7 +61,13 @@ class ScoreCompletion:
             return ranked
         chosen = lacking(to_complete(ranked, self._config.completion_cap), view.postings,
                          open_)
-        rows = self._read(scope, chosen)
+        rows = self._read(scope, chosen, consistent=False)
+        # A stale read can miss a record just accepted (or show it pending): those few are
+        # read again, consistently, so the ranking never depends on how stale a read was
+        # (a later page computes the same ranking, or paging would answer STALE_PAGE).
+        unsure = [rid for rid in chosen if rid not in rows or rows[rid].state != ACCEPTED_CURRENT]
+        if unsure:
+            rows.update(self._read(scope, unsure, consistent=True))
         documents: dict[str, AnalyzedDocument] = {}
         for record_id in chosen:
             row = rows.get(record_id)
@@ -70,10 +78,11 @@ class ScoreCompletion:
         return complete(ranked, terms, view.postings, view.stats, view.dfs, documents,
                         self._config)
 
-    def _read(self, scope: Scope, record_ids: list[str]) -> dict[str, RecordRow]:
+    def _read(self, scope: Scope, record_ids: list[str],
+              consistent: bool) -> dict[str, RecordRow]:
         chunks = [record_ids[i:i + _READ_BATCH] for i in range(0, len(record_ids), _READ_BATCH)]
         futures = [in_background(partial(self._records.get_records, scope, chunk,
-                                         consistent=False),
+                                         consistent=consistent),
                                  width=COMPLETION_READERS) for chunk in chunks]
         rows: dict[str, RecordRow] = {}
         for future in futures:

@@ -8,6 +8,7 @@ generation plus the journal tail instead of answering PROJECTION_STALE (docs/rei
 
 from __future__ import annotations
 
+from engram_memory.adapters.dynamodb.posting_writer import block_bytes
 from engram_memory.adapters.dynamodb.previous_generation import PREVIOUS_GENERATION
 from engram_memory.adapters.dynamodb.projection_generations import delete_other_generations
 from engram_memory.composition import projection as projection_root
@@ -40,7 +41,7 @@ def _as_previous_generation(read_path: ReadPath) -> None:
         if not pk.startswith("POST#"):
             client.put_item(TableName=table, Item={**item, "pk": {"S": pk}})
             continue
-        for entry in decode(bytes(item["p"]["B"])):
+        for entry in decode(block_bytes(item)):
             previous_blocks.setdefault((pk, _b1_key(entry)), []).append(entry)
     for (pk, sk), entries in previous_blocks.items():
         client.put_item(TableName=table, Item={"pk": {"S": pk}, "sk": {"S": sk},

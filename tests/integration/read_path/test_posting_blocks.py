@@ -12,7 +12,11 @@ import hashlib
 import random
 from typing import Any
 
-from engram_memory.adapters.dynamodb.posting_writer import PostingChange, PostingWriter
+from engram_memory.adapters.dynamodb.posting_writer import (
+    PostingChange,
+    PostingWriter,
+    block_bytes,
+)
 from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore, space
 from engram_memory.domain.canonical import record_id_for
 from engram_memory.domain.context import Scope
@@ -49,7 +53,8 @@ def _blocks(aws: AwsEnv, scope: Scope) -> dict[tuple[str, str], bytes]:
         pk = item["pk"]["S"]
         if prefix in pk and pk.startswith(("POST#", "DF#")):
             term = pk.split(prefix, 1)[1]
-            value = item["p"]["B"] if "p" in item else item["df"]["N"].encode()
+            value = (block_bytes(item) if pk.startswith("POST#")
+                     else item["df"]["N"].encode())
             found[(pk.split("#", 1)[0] + ":" + term, item["sk"]["S"])] = bytes(value)
     return found
 
@@ -79,8 +84,11 @@ def test_replayed_and_reordered_writes_leave_identical_blocks(aws: AwsEnv) -> No
     held = [rid for (kind, _), data in blocks.items() if kind == "POST:quokka"
             for rid in (e.posting.record_id for e in decode(data))]
     assert sorted(held) == sorted(d.record_id for d in docs[10:])
-    # Exactly the blocks the layout rule gives the postings that are left.
+    # Exactly the blocks the layout rule gives the postings that are left (and the empty
+    # heads of bands the forgets emptied: a head is never deleted).
     stored = {sk: data for (kind, sk), data in blocks.items() if kind == "POST:quokka"}
+    used = {sk[:2] for sk, data in stored.items() if data}
+    stored = {sk: data for sk, data in stored.items() if data or sk[:2] in used}
     codes = [(d, posting_codes(d)["quokka"]) for d in docs[10:]]
     assert stored == layout(BlockPosting(code, Posting(d.record_id, d.frequencies["quokka"],
                                                        d.lengths)) for d, code in codes)
@@ -165,7 +173,7 @@ def test_a_read_stops_once_it_holds_enough_not_at_the_end_of_the_term(aws: AwsEn
     read: list[int] = []
 
     def count(parsed: dict[str, Any], **_: Any) -> None:
-        read.append(sum(len(decode(bytes(i["p"]["B"]))) for i in parsed.get("Items", [])))
+        read.append(sum(len(decode(block_bytes(i))) for i in parsed.get("Items", [])))
 
     aws.dynamodb.meta.events.register("after-call.dynamodb.Query", count, unique_id="read")
     try:

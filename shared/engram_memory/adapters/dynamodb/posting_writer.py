@@ -1,16 +1,20 @@
 """Posting blocks and their per-term df counters, written together so df is always exact.
 
-A posting lives in one block (``domain/posting_blocks.py``); changing it rewrites that block, and
-the block before it when the record starts a block (a split or a merge). Each change reads those two
-blocks (one consistent descending Query of two keys; the changes of a transaction all at once),
-recomputes them and writes them back in a transaction whose ``Put``/``Delete`` of each block is
-conditioned on the block still holding exactly the bytes that were read (or still being absent),
-beside ``ADD df ±1`` on the term's counter when the record's posting appeared or disappeared. So
-``df(term)`` = the number of postings in the term's blocks at every instant; a replay (the posting
-already there, or already gone) writes nothing; two writers of one block never lose each other's
-posting (the loser's condition fails, it reads again and retries). Changes go 25 to a transaction,
-one per term (one counter per term); after a cancellation, a conflict or throttling, the chunk is
-read and planned again after a backoff.
+A posting lives in one block (``domain/posting_blocks.py``); changing it rewrites that
+block, and the block before it when the record starts a block (a split or a merge). Each
+change reads those two blocks (one consistent descending Query of two keys; the changes of
+a transaction all at once), recomputes them and writes them back in a transaction whose
+``Put``/``Delete`` of each block is conditioned on the block's version still being the one
+read (or on there being no such block) and bumps it, beside ``ADD df ±1`` on the term's
+counter when the record's posting appeared or disappeared. A split or a merge writes the
+block below even when its postings stay the same, so a concurrent writer that planned
+against it fails its condition (``posting_blocks.change`` says why that is enough). So
+``df(term)`` = the number of postings in the term's blocks at every instant; a replay (the
+posting already there, or already gone) writes nothing; two writers never lose each
+other's posting nor leave a posting in the wrong block (the loser's condition fails, it
+reads again and retries). Changes go 25 to a transaction, one per term (one counter per
+term); after a cancellation, a conflict or throttling, the chunk is read and planned again
+after a backoff.
 """
 
 from __future__ import annotations
@@ -39,8 +43,36 @@ _MAX_ATTEMPTS = 8
 NEAR_READERS = 8
 """A transaction's block reads in flight at once (its changes are on distinct terms)."""
 BLOCK_ATTRIBUTE = "p"
-Near = dict[str, list[tuple[str, bytes]]]
-"""Per term, the blocks a change of it may touch (sort key, bytes), highest key first."""
+"""A block's postings (binary; absent on an empty head block)."""
+VERSION_ATTRIBUTE = "v"
+"""A block's version: every write conditions on the one it read and bumps it."""
+
+
+@dataclass(frozen=True, slots=True)
+class NearBlock:
+    """A block as a change read it."""
+
+    key: str
+    data: bytes
+    version: int
+
+
+Near = dict[str, list[NearBlock]]
+"""Per term, the blocks a change of it may touch, highest key first."""
+
+
+def block_bytes(item: dict[str, Any]) -> bytes:
+    """The postings of a block item (empty for an empty head)."""
+    value = item.get(BLOCK_ATTRIBUTE)
+    return bytes(value["B"]) if value else b""
+
+
+def block_item(key: dict[str, Any], data: bytes, version: int) -> dict[str, Any]:
+    """A block item: its key, its postings (none on an empty head) and its version."""
+    item = {**key, VERSION_ATTRIBUTE: {"N": str(version)}}
+    if data:
+        item[BLOCK_ATTRIBUTE] = {"B": data}
+    return item
 
 
 def df_key(scope_key: str, term: str) -> dict[str, Any]:
@@ -111,7 +143,7 @@ class PostingWriter:
                    for change in changes}
         return {term: future.result() for term, future in futures.items()}
 
-    def _near(self, posting: PostingChange) -> list[tuple[str, bytes]]:
+    def _near(self, posting: PostingChange) -> list[NearBlock]:
         low, high = near_range(posting.code, posting.record_id)
         try:
             response = self._client.query(
@@ -119,38 +151,42 @@ class PostingWriter:
                 KeyConditionExpression="pk = :pk AND sk BETWEEN :low AND :high",
                 ExpressionAttributeValues={":pk": self.post_key(posting.term),
                                            ":low": {"S": low}, ":high": {"S": high}},
-                ProjectionExpression="sk, #p", ExpressionAttributeNames={"#p": BLOCK_ATTRIBUTE})
+                ProjectionExpression="sk, #p, #v",
+                ExpressionAttributeNames={"#p": BLOCK_ATTRIBUTE, "#v": VERSION_ATTRIBUTE})
         except AWS_FAILURES as exc:
             raise translate(exc) from exc
-        return [(item["sk"]["S"], bytes(item[BLOCK_ATTRIBUTE]["B"]))
+        return [NearBlock(item["sk"]["S"], block_bytes(item), int(item[VERSION_ATTRIBUTE]["N"]))
                 for item in response.get("Items", [])[:2]]
 
     def plan(self, changes: Sequence[PostingChange], near: Near) -> list[dict[str, Any]]:
         """Transaction actions that take the blocks from ``near`` to the changes applied:
-        per changed block a conditional Put (or Delete when emptied) and, when the record's
-        posting appeared or disappeared, its df delta. Changes already applied give none."""
+        per block written a Put (or Delete) conditioned on the version read (or on there
+        being no such block) that bumps the version, and, when the record's posting
+        appeared or disappeared, its df delta. Changes already applied give none."""
         actions: list[dict[str, Any]] = []
         for posting in changes:
+            blocks = near.get(posting.term, [])
+            versions = {block.key: block.version for block in blocks}
             done = change(posting.code, posting.record_id, posting.entry,
-                          near.get(posting.term, []))
+                          [(block.key, block.data) for block in blocks])
             pk = self.post_key(posting.term)
-            actions.extend(self._block_action({"pk": pk, "sk": {"S": sk}}, old, new)
-                           for sk, (old, new) in sorted(done.writes.items()))
+            actions.extend(self._block_action({"pk": pk, "sk": {"S": sk}}, versions.get(sk), new)
+                           for sk, (_, new) in sorted(done.writes.items()))
             if done.has != done.had:
                 actions.append(self._df_action(posting.term, 1 if done.has else -1))
         return actions
 
-    def _block_action(self, key: dict[str, Any], old: bytes | None,
-                      new: bytes) -> dict[str, Any]:
+    def _block_action(self, key: dict[str, Any], version: int | None,
+                      new: bytes | None) -> dict[str, Any]:
         condition: dict[str, Any] = (
-            {"ConditionExpression": "attribute_not_exists(pk)"} if old is None else
-            {"ConditionExpression": "#p = :old",
-             "ExpressionAttributeNames": {"#p": BLOCK_ATTRIBUTE},
-             "ExpressionAttributeValues": {":old": {"B": old}}})
-        if not new:
+            {"ConditionExpression": "attribute_not_exists(pk)"} if version is None else
+            {"ConditionExpression": "#v = :v",
+             "ExpressionAttributeNames": {"#v": VERSION_ATTRIBUTE},
+             "ExpressionAttributeValues": {":v": {"N": str(version)}}})
+        if new is None:
             return {"Delete": {"TableName": self._table, "Key": key, **condition}}
         return {"Put": {"TableName": self._table,
-                        "Item": {**key, BLOCK_ATTRIBUTE: {"B": new}}, **condition}}
+                        "Item": block_item(key, new, (version or 0) + 1), **condition}}
 
     def _df_action(self, term: str, delta: int) -> dict[str, Any]:
         return {"Update": {

@@ -36,8 +36,11 @@ from engram_memory.adapters.aws_errors import (
 )
 from engram_memory.adapters.dynamodb.posting_writer import (
     BLOCK_ATTRIBUTE,
+    VERSION_ATTRIBUTE,
     PostingChange,
     PostingWriter,
+    block_bytes,
+    block_item,
     df_key,
 )
 from engram_memory.concurrency import in_background
@@ -163,7 +166,7 @@ class _BlockReader:
         """The next ``blocks`` blocks (fewer at the end of the term or past 1 MB)."""
         page = self._store.call("query", **self._request, Limit=blocks)
         for item in page.get("Items", []):
-            self.entries.extend(decode(bytes(item[BLOCK_ATTRIBUTE]["B"])))
+            self.entries.extend(decode(block_bytes(item)))
             self.blocks += 1
             if not self._reached:
                 self.needed = self.blocks
@@ -459,10 +462,12 @@ class DynamoProjectionStore:
         for term, entries in added.items():
             pk = writer.post_key(term)
             stored = self._term_blocks(pk)
-            blocks = layout([*(e for data in stored.values() for e in decode(data)), *entries])
-            requests.extend({"PutRequest": {"Item": {"pk": pk, "sk": {"S": sk},
-                                                     BLOCK_ATTRIBUTE: {"B": data}}}}
-                            for sk, data in blocks.items() if stored.get(sk) != data)
+            blocks = layout([*(e for data, _ in stored.values() for e in decode(data)),
+                             *entries])
+            requests.extend(
+                {"PutRequest": {"Item": block_item({"pk": pk, "sk": {"S": sk}}, data,
+                                                   stored.get(sk, (b"", 0))[1] + 1)}}
+                for sk, data in blocks.items() if sk not in stored or stored[sk][0] != data)
             requests.extend({"DeleteRequest": {"Key": {"pk": pk, "sk": {"S": sk}}}}
                             for sk in stored if sk not in blocks)
         self._batch_write(requests)
@@ -476,16 +481,18 @@ class DynamoProjectionStore:
         if watermark is not None:
             self.advance_watermark(scope, watermark)
 
-    def _term_blocks(self, pk: dict[str, Any]) -> dict[str, bytes]:
-        """Every block of a term (sort key → bytes), read consistently."""
+    def _term_blocks(self, pk: dict[str, Any]) -> dict[str, tuple[bytes, int]]:
+        """Every block of a term (sort key → bytes and version), read consistently."""
         request: dict[str, Any] = {
             "TableName": self._table, "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": pk}, "ConsistentRead": True,
-            "ProjectionExpression": "sk, #p", "ExpressionAttributeNames": {"#p": BLOCK_ATTRIBUTE}}
-        blocks: dict[str, bytes] = {}
+            "ProjectionExpression": "sk, #p, #v",
+            "ExpressionAttributeNames": {"#p": BLOCK_ATTRIBUTE, "#v": VERSION_ATTRIBUTE}}
+        blocks: dict[str, tuple[bytes, int]] = {}
         while True:
             page = self._call("query", **request)
-            blocks.update((i["sk"]["S"], bytes(i[BLOCK_ATTRIBUTE]["B"])) for i in page["Items"])
+            blocks.update((i["sk"]["S"], (block_bytes(i), int(i[VERSION_ATTRIBUTE]["N"])))
+                          for i in page["Items"])
             if "LastEvaluatedKey" not in page:
                 return blocks
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
