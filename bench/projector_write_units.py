@@ -339,62 +339,6 @@ def table_blocks(sizes: list[tuple[int, str, str]], top: int) -> None:
                                       for s, t, sk in sizes[:top]))
 
 
-def _overhead(pk: str, sk: str) -> int:
-    """Bytes of a block item besides its postings: pk, sk and the name of ``p``."""
-    return len("pk") + len(pk.encode("utf-8")) + len("sk") + len(sk) + len("p")
-
-
-def model_shards(m: Measured, sizes: list[tuple[int, str, str]], prefix: str,
-                 shards: list[int]) -> list[list[str]]:
-    """Units per admission and per forget had each band been cut into ``s`` blocks.
-
-    Each measured block write is priced again at the size its block would have: the
-    postings its (term, band) holds in the table now, divided evenly by ``s`` (record ids
-    spread evenly over CRC-32 shards), plus the item's key bytes; the doc, df and stats
-    writes are as measured. Each written block was read once before (``read_blocks``).
-    Only for the packed layout (sort keys ``{band}#{shard}``).
-    """
-    if not sizes or not all(sk[:2].isdigit() and sk[2:3] == "#" and sk[3:].isdigit()
-                            for _, _, sk in sizes[:100]):
-        return []
-    band_bytes: dict[tuple[str, str], int] = defaultdict(int)
-    for size, term, sk in sizes:
-        band_bytes[term, sk[:2]] += size - _overhead(prefix + term, sk)
-    largest = max(band_bytes.values())
-    rows = []
-    for s in shards:
-        def price(tally: Tally, per: int = s) -> tuple[float, float]:
-            writes = float(tally.write_units - tally.by_kind.get("POST", 0))
-            reads = tally.read_units - tally.read_by_kind.get("POST", 0.0)
-            for w in tally.posts:
-                block = _overhead(w.pk, w.sk) + band_bytes[w.pk.removeprefix(prefix),
-                                                           w.sk[:2]] / per
-                writes += write_units(0, math.ceil(block), True)
-                reads += read_units(math.ceil(block), True)
-            return writes, reads
-
-        admitted = [price(t) for t in m.admissions]
-        forgot = [price(t) for t in m.forgets]
-        rows.append([f"{m.size}", f"{s}", mean_max([w for w, _ in admitted]),
-                     mean_max([r for _, r in admitted]), mean_max([w for w, _ in forgot]),
-                     mean_max([r for _, r in forgot]), f"{largest / s / 1024:.1f}"])
-    return rows
-
-
-def print_model(rows: list[list[str]]) -> None:
-    """The modelled units per SHARDS value (see ``model_shards``)."""
-    if not rows:
-        return
-    headers = ["records", "SHARDS (modelled)", "WCU/record", "RCU/record", "WCU/forget",
-               "RCU/forget", "largest block KB"]
-    print("\nModelled from the blocks in the table: the same writes had each band been cut "
-          "into SHARDS blocks")
-    print("| " + " | ".join(headers) + " |")
-    print("|" + "---|" * len(headers))
-    for row in rows:
-        print("| " + " | ".join(row) + " |")
-
-
 def _stored_size(value: Any) -> int:
     """Size of a value as moto stores it (binary may be kept base64-encoded)."""
     import base64
@@ -413,9 +357,6 @@ def main() -> None:
     parser.add_argument("--forgets", type=int, default=20, help="of those, forgotten")
     parser.add_argument("--top", type=int, default=8, help="terms listed per size (0: none)")
     parser.add_argument("--label", default="", help="the layout's name in the table")
-    parser.add_argument("--model-shards", default="",
-                        help="SHARDS values to price the measured writes at (the fixed-range "
-                             "layout of generation t2i2b1, e.g. 16,128,1024)")
     parser.add_argument("--spacing", type=int, default=0,
                         help="measure another block spacing than the shipped one (posting_blocks."
                              "SPACING; the layout a generation of that spacing would write)")
@@ -461,7 +402,6 @@ def main() -> None:
         corpus = Corpus()
         made = indexed = 0
         rows: list[Measured] = []
-        modelled: list[list[str]] = []
         for size in sizes:
             started = time.perf_counter()
             batch = analyzed_records(corpus, made, made + max(0, size - indexed), scope)
@@ -492,17 +432,12 @@ def main() -> None:
                     "pk": {"S": f"DF#{space(scope)}#{term}"}, "sk": {"S": "DF"}}).get("Item")
                 dfs[term] = int(item["df"]["N"]) if item else 0
             print(f"... {size} records: loaded in {load_s:.0f} s", flush=True)
-            sizes_now = posting_items(backend_table, prefix)
-            modelled += model_shards(m, sizes_now, prefix,
-                                     [int(s) for s in args.model_shards.split(",") if s])
             if args.top > 0:
                 print_blocks(m, corpus, dfs, prefix, args.top)
-                table_blocks(sizes_now, args.top)
+                table_blocks(posting_items(backend_table, prefix), args.top)
                 print(flush=True)
         print_table(label, rows)
         print_breakdown(rows)
-        if modelled:
-            print_model(modelled)
 
 
 if __name__ == "__main__":

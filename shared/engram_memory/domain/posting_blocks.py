@@ -46,7 +46,7 @@ from engram_memory.domain.ranking import FIELDS, Posting
 
 __all__ = ["BANDS", "CODE_LIMIT", "SPACING", "BlockChange", "BlockPosting", "band_of", "best",
            "change", "decode", "encode", "fewest_blocks", "head_key", "layout", "near_range",
-           "starts_block", "with_posting", "without_record"]
+           "starts_block"]
 
 BANDS = 32
 """Impact bands per term (a read stops at a band boundary)."""
@@ -192,17 +192,6 @@ def decode(data: bytes) -> list[BlockPosting]:
     return found
 
 
-def with_posting(data: bytes | None, entry: BlockPosting) -> bytes:
-    """The block with ``entry`` in it (replacing the record's earlier posting, if any)."""
-    return encode([*(decode(data) if data else []), entry])
-
-
-def without_record(data: bytes | None, record_id: str) -> bytes:
-    """The block without the record's posting (empty bytes when nothing is left)."""
-    kept = [e for e in (decode(data) if data else []) if e.posting.record_id != record_id]
-    return encode(kept)
-
-
 def best(entries: Iterable[BlockPosting], limit: int) -> list[Posting]:
     """The ``limit`` best postings, in the order of the old per-posting keys (impact code,
     then record id, descending)."""
@@ -289,7 +278,7 @@ def change(code: int, record_id: str, entry: BlockPosting | None,
     elif had and cover:
         new[cover[0]] = encode(others)
     writes = {key: (old.get(key), data) for key, data in new.items()
-              if key in touched or data != old.get(key, None if data is None else b"")}
+              if key in touched or data != old.get(key)}
     return BlockChange(writes, had, entry is not None)
 
 
