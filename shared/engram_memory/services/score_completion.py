@@ -1,19 +1,23 @@
-"""Complete the scores of a budgeted search's best candidates from canonical state.
+"""Complete the scores of a budgeted search's best candidates.
 
-The pure rules are domain/completion.py. Here: the best ``completion_cap`` candidates by
-partial score are read from the main table (BatchGetItem, 100 ids each, all batches at once:
-one round trip), the ones lacking a posting under an open term are analyzed from their
-content as the projector analyzes it, and the ranking is scored again. Nothing is read when
-no term is open (the scores are already exact).
+The pure rules are domain/completion.py. Here: of the best ``completion_cap`` candidates by
+partial score, the ones lacking a posting under an open term are read, and the ranking is
+scored again. Nothing is read when no term is open (the scores are already exact).
+
+A candidate is read from the projection's term list of it (one small item: the query
+terms' per-field frequencies and the field lengths, exactly what the projector indexed; no
+record item parsed, no content analyzed). The few the projection cannot complete (records
+of the journal tail not projected yet, term lists written before frequencies were stored)
+are read from the main table and analyzed from their content as the projector analyzes it.
+All reads of a kind go out at once (BatchGetItem, 100 ids each: one round trip).
 
 The reads are **eventually consistent** (half the read units of a consistent read): a
 record's content never changes under its id (the id is the digest of the record), so a
-stale read can only miss a record or show an older state. The candidates a read shows
-missing or not ``accepted_current`` are read again, consistently (one more round trip,
-only then), so the ranking is the one consistent reads give. Completion scores only the
-records it reads as ``accepted_current`` with content; every other candidate keeps its
-partial score, and revalidation's own consistent reads decide what is eligible (the rows
-read here are never handed to it).
+stale read can only miss an item or show an older state. What a read shows missing (or, in
+the main table, not ``accepted_current``) is read again, consistently (one more round
+trip, only then), so the ranking is the one consistent reads give. Completed scores only
+order candidates: revalidation's own consistent reads decide what is eligible (no row read
+here is handed to it).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ if TYPE_CHECKING:
     from engram_memory.domain.context import Scope
     from engram_memory.domain.ranking import AnalyzedDocument, Posting, RankingConfig, ScoredRecord
     from engram_memory.domain.tail_merge import MergedView
-    from engram_memory.services.ports.read import RecordReader, RecordRow
+    from engram_memory.services.ports.read import ProjectionStore, RecordReader, RecordRow
 
 _READ_BATCH = 100
 """Ids per BatchGetItem (DynamoDB's maximum)."""
@@ -48,11 +52,12 @@ class ScoreCompletion:
         self._records = records
         self._config = config
 
-    def rank(self, scope: Scope, terms: Sequence[str], view: MergedView,
-             read: Mapping[str, Sequence[Posting]], limit: int) -> list[ScoredRecord]:
+    def rank(self, projection: ProjectionStore, scope: Scope, terms: Sequence[str],
+             view: MergedView, read: Mapping[str, Sequence[Posting]],
+             limit: int) -> list[ScoredRecord]:
         """The ranking, its best candidates' scores completed.
 
-        ``read`` is what the projection returned for each term with ``limit`` postings
+        ``read`` is what ``projection`` returned for each term with ``limit`` postings
         asked (before the journal tail was merged): a term is open when either list is full.
         """
         ranked = score_postings(terms, view.postings, view.stats, self._config, view.dfs)
@@ -61,10 +66,33 @@ class ScoreCompletion:
             return ranked
         chosen = lacking(to_complete(ranked, self._config.completion_cap), view.postings,
                          open_)
+        documents = self._from_projection(projection, scope, chosen, terms)
+        rest = [rid for rid in chosen if rid not in documents]
+        if rest:
+            documents.update(self._from_content(scope, rest))
+        if not documents:
+            return ranked
+        return complete(ranked, terms, view.postings, view.stats, view.dfs, documents,
+                        self._config)
+
+    @staticmethod
+    def _from_projection(projection: ProjectionStore, scope: Scope, chosen: list[str],
+                         terms: Sequence[str]) -> dict[str, AnalyzedDocument]:
+        """The candidates the projection's term lists can complete. A stale read can miss
+        a list just written: the ones it misses are read again, consistently, so the
+        ranking never depends on how stale a read was (a later page computes the same
+        ranking, or paging would answer STALE_PAGE)."""
+        found = projection.completion_documents(scope, chosen, terms, consistent=False)
+        missed = [rid for rid in chosen if rid not in found]
+        if missed:
+            found.update(projection.completion_documents(scope, missed, terms, consistent=True))
+        return {rid: doc for rid, doc in found.items() if doc is not None}
+
+    def _from_content(self, scope: Scope, chosen: list[str]) -> dict[str, AnalyzedDocument]:
+        """The candidates completed from their canonical content (analyzed as the projector
+        analyzes it): the ones not in the projection yet (the journal tail's) and term
+        lists written before frequencies were stored. Only ``accepted_current`` records."""
         rows = self._read(scope, chosen, consistent=False)
-        # A stale read can miss a record just accepted (or show it pending): those few are
-        # read again, consistently, so the ranking never depends on how stale a read was
-        # (a later page computes the same ranking, or paging would answer STALE_PAGE).
         unsure = [rid for rid in chosen if rid not in rows or rows[rid].state != ACCEPTED_CURRENT]
         if unsure:
             rows.update(self._read(scope, unsure, consistent=True))
@@ -73,10 +101,7 @@ class ScoreCompletion:
             row = rows.get(record_id)
             if row is not None and row.state == ACCEPTED_CURRENT and row.record is not None:
                 documents[record_id] = analyze(record_document(record_id, row.record))
-        if not documents:
-            return ranked
-        return complete(ranked, terms, view.postings, view.stats, view.dfs, documents,
-                        self._config)
+        return documents
 
     def _read(self, scope: Scope, record_ids: list[str],
               consistent: bool) -> dict[str, RecordRow]:

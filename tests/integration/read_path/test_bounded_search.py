@@ -231,3 +231,107 @@ def test_completion_reads_at_most_its_cap_of_records_and_the_rest_keep_partial_s
     assert target != budget_only[0].record_id
     # Completion read 1 record; revalidation read only the page (+1) it had not read yet.
     assert len(keys) <= config.completion_cap + 2
+
+
+def _term_list_keys_read(read_path: ReadPath) -> list[str]:
+    """Term-list item keys (projection table) each BatchGetItem of the search client asks for."""
+    table = read_path.aws.settings.projection_table_name
+    keys: list[str] = []
+
+    def before(params: dict[str, Any], **_: Any) -> None:
+        keys.extend(k["sk"]["S"] for k in params["RequestItems"].get(table, {}).get("Keys", [])
+                    if "#T#" in k["sk"]["S"])
+
+    bootstrap.dynamodb_client().meta.events.register(
+        "before-parameter-build.dynamodb.BatchGetItem", before)
+    return keys
+
+
+def _exact_among_candidates(read_path: ReadPath, record_ids: list[str],
+                            config: RankingConfig) -> list[tuple[str, float]]:
+    docs = [FieldDocument(rid, read_path_fields(read_path, rid)) for rid in record_ids]
+    candidates = {hit.record_id for hit in _budget_only("alpha beta", docs, config)}
+    return [(hit.record_id, hit.score) for hit in rank_documents("alpha beta", docs)
+            if hit.record_id in candidates]
+
+
+def _scored(envelope: dict[str, Any]) -> list[tuple[str, float]]:
+    return [(p["record"]["record_id"], p["score"]) for p in envelope["output"]["value"]["records"]]
+
+
+def test_completion_reads_term_lists_not_records_when_they_hold_frequencies(
+    read_path: ReadPath, monkeypatch: Any,
+) -> None:
+    record_ids = [read_path.admit(text) for text in [ALPHA_TOP, TARGET, ALPHA_LOW, *BETA]]
+    read_path.project()
+    config = _completion_config(monkeypatch, read_path, cap=200)
+    record_keys = _record_keys_read(read_path)
+    term_list_keys = _term_list_keys_read(read_path)
+
+    envelope = read_path.search("alpha beta", limit=10)
+
+    # Exact scores, with no record item read for completion: the ones read are
+    # revalidation's (one consistent read of the page's candidates), each once.
+    assert _scored(envelope) == _exact_among_candidates(read_path, record_ids, config)
+    assert len(record_keys) == len(set(record_keys))
+    # The candidates lacking an open term's posting, each read from its term list.
+    assert term_list_keys and {k.partition("#")[0] for k in term_list_keys} <= set(record_ids)
+    assert all(k.endswith("#T#0000") for k in term_list_keys)
+
+
+def test_term_lists_without_frequencies_are_completed_from_content(
+    read_path: ReadPath, monkeypatch: Any,
+) -> None:
+    record_ids = [read_path.admit(text) for text in [ALPHA_TOP, TARGET, ALPHA_LOW, *BETA]]
+    read_path.project()
+    # Term lists as a release before stored frequencies wrote them: terms only.
+    table = read_path.aws.settings.projection_table_name
+    for item in _projection_items(read_path):
+        if "#T#" in item["sk"]["S"]:
+            read_path.aws.dynamodb.update_item(
+                TableName=table, Key={"pk": item["pk"], "sk": item["sk"]},
+                UpdateExpression="REMOVE f, #l", ExpressionAttributeNames={"#l": "len"})
+    config = _completion_config(monkeypatch, read_path, cap=200)
+    record_keys = _record_keys_read(read_path)
+
+    envelope = read_path.search("alpha beta", limit=10)
+
+    assert _scored(envelope) == _exact_among_candidates(read_path, record_ids, config)
+    # Completion read record items (then revalidation read the page again).
+    assert len(record_keys) > len(set(record_keys))
+
+
+def test_a_record_not_projected_yet_is_completed_from_its_content(
+    read_path: ReadPath, monkeypatch: Any,
+) -> None:
+    # The target arrives after the others were projected: it is in the journal tail only.
+    record_ids = [read_path.admit(text) for text in [ALPHA_TOP, ALPHA_LOW, *BETA]]
+    read_path.project()
+    record_ids.insert(1, read_path.admit(TARGET))
+    config = _completion_config(monkeypatch, read_path, cap=200)
+
+    envelope = read_path.search("alpha beta", limit=10)
+
+    assert _scored(envelope) == _exact_among_candidates(read_path, record_ids, config)
+    assert _scored(envelope)[0][0] == record_ids[1]
+
+
+def test_completion_documents_say_each_term_frequency_as_indexed(
+    read_path: ReadPath,
+) -> None:
+    # Terms that are prefixes of one another, and one the record does not hold.
+    texts = ["alpha alphabet alphabets alp beta", "alphabet alphabet gamma", "zeta"]
+    record_ids = [read_path.admit(text) for text in texts]
+    read_path.project()
+    s = read_path.aws.settings
+    store = DynamoProjectionStore(read_path.aws.dynamodb, s.projection_table_name)
+    terms = query_terms("alpha alphabet alphabets alp beta gamma zeta omega")
+
+    found = store.completion_documents(Scope(s.tenant_id, "ws-main"), record_ids, terms,
+                                       consistent=True)
+
+    for rid in record_ids:
+        analyzed = analyze(FieldDocument(rid, read_path_fields(read_path, rid)))
+        assert found[rid] == AnalyzedDocument(
+            rid, analyzed.lengths,
+            {t: tf for t, tf in analyzed.frequencies.items() if t in terms})

@@ -8,7 +8,11 @@ tokenizer is never read or written by this code: it is rebuilt (docs/search.md).
   (binary: a block of postings, ``domain/posting_blocks.py``)
 * df        ``DF#{t}#{w}#{g}#{term}`` / ``DF``: ``df`` (number, = the term's posting count)
 * doc       ``DOC#{t}#{w}#{g}`` / ``{record_id}``: ``state``, ``digest``, ``len``, ``chunks``
-* doc terms ``DOC#{t}#{w}#{g}`` / ``{record_id}#T#{n:04d}``: ``terms`` (``term\tcode`` lines)
+* doc terms ``DOC#{t}#{w}#{g}`` / ``{record_id}#T#{n:04d}``: ``terms`` (``term\tcode`` lines,
+  sorted by term), ``f`` (the per-field term frequencies of each line, ``f0,..,f4`` lines in
+  the same order) and, when the list is one chunk, ``len`` (the field lengths): what score
+  completion needs of a candidate, in one small item (``completion_documents``). Lists
+  written before ``f`` existed have neither; their candidates are completed from content.
 * stats     ``STATS#{t}#{w}#{g}`` / ``STATS``: ``n``, ``l0``..``l4`` (numbers, atomic ADD), ``wm``
   (the watermark: every journal event up to this cursor is applied; only ever raised)
 
@@ -22,6 +26,7 @@ replayed stream record can never count a document twice.
 from __future__ import annotations
 
 import time
+from bisect import bisect_left
 from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -71,6 +76,9 @@ _LENGTH_ATTRS = tuple(f"l{i}" for i in range(len(FIELDS)))
 _MIN_PAGE_BLOCKS = 16
 _MAX_PAGE_BLOCKS = 2000
 _REMEMBERED_TERMS = 20_000
+_COMPLETION_ATTRIBUTES = ("sk", "terms", "f", "len")
+COMPLETION_READERS = 8
+"""Term-list batch reads of one completion in flight at once (800 candidates, one round trip)."""
 POSTINGS_READERS = MAX_QUERY_TERMS
 """Posting Queries in flight at once, per process. A Lambda container serves one search at
 a time, so every term of a query (at most MAX_QUERY_TERMS) is read in one round trip; in
@@ -107,18 +115,38 @@ def _ints(text: str) -> tuple[int, ...]:
     return tuple(int(part) for part in text.split(","))
 
 
-def _chunks(terms: Sequence[str]) -> list[list[str]]:
-    """Split a term list into pieces well under the 400 KB item limit."""
-    chunks: list[list[str]] = [[]]
+def _chunks(lines: Sequence[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """Split (term line, frequency line) pairs into pieces well under the 400 KB item limit."""
+    chunks: list[list[tuple[str, str]]] = [[]]
     size = 0
-    for term in terms:
-        cost = len(term.encode("utf-8")) + 1
+    for line in lines:
+        cost = len(line[0].encode("utf-8")) + len(line[1]) + 2
         if size + cost > _CHUNK_BYTES and chunks[-1]:
             chunks.append([])
             size = 0
-        chunks[-1].append(term)
+        chunks[-1].append(line)
         size += cost
     return chunks if chunks[0] else []
+
+
+def _completion_document(item: dict[str, Any],
+                         terms: Sequence[str]) -> AnalyzedDocument | None:
+    """The query terms' frequencies and the lengths of a term list's chunk 0, or None when
+    the list cannot say them (written before ``f``, or more than one chunk)."""
+    if "len" not in item or "f" not in item:
+        return None
+    lines = item["terms"]["S"].split("\n")
+    found: dict[str, tuple[int, ...]] = {}
+    frequencies: list[str] | None = None
+    for term in terms:
+        # Lines are sorted by term and "\t" sorts below every term character (terms are
+        # letters and digits, domain/tokenizer.py), so a term's line is where "term\t" goes.
+        at = bisect_left(lines, term + "\t")
+        if at < len(lines) and lines[at].startswith(term + "\t"):
+            if frequencies is None:
+                frequencies = item["f"]["S"].split("\n")
+            found[term] = _ints(frequencies[at])
+    return AnalyzedDocument(item["sk"]["S"].partition("#")[0], _ints(item["len"]["S"]), found)
 
 
 def _additions(analyzed: AnalyzedDocument, codes: dict[str, int]) -> list[PostingChange]:
@@ -322,9 +350,31 @@ class DynamoProjectionStore:
             item = self._get(key, True)
             if item is not None and item["terms"]["S"]:
                 for line in item["terms"]["S"].split("\n"):
-                    term, _, code = line.partition("\t")
+                    term, code = line.split("\t")[:2]
                     refs.append((term, int(code)))
         return refs
+
+    def completion_documents(self, scope: Scope, record_ids: Sequence[str],
+                             terms: Sequence[str], consistent: bool = False
+                             ) -> dict[str, AnalyzedDocument | None]:
+        """What score completion needs of each record: the given terms' per-field
+        frequencies and the field lengths, from chunk 0 of its term list (one BatchGetItem
+        per 100 ids, all at once). An id whose list is absent is left out; None for a list
+        that cannot say (written before frequencies were stored, or several chunks)."""
+        ids = list(dict.fromkeys(record_ids))
+        pk = f"DOC#{self._space(scope)}"
+        futures = [
+            in_background(partial(self._batch_get_items, [
+                {"pk": {"S": pk}, "sk": {"S": f"{rid}#T#0000"}}
+                for rid in ids[start:start + _GET_BATCH]
+            ], consistent, _COMPLETION_ATTRIBUTES), width=COMPLETION_READERS)
+            for start in range(0, len(ids), _GET_BATCH)
+        ]
+        found: dict[str, AnalyzedDocument | None] = {}
+        for future in futures:
+            for item in future.result():
+                found[item["sk"]["S"].partition("#")[0]] = _completion_document(item, terms)
+        return found
 
     # -- writes ----------------------------------------------------------------------------
 
@@ -334,7 +384,7 @@ class DynamoProjectionStore:
         The term list goes first: a crash after it leaves postings findable for removal.
         """
         codes = posting_codes(analyzed)
-        chunks = self._term_list_requests(scope, analyzed.record_id, codes)
+        chunks = self._term_list_requests(scope, analyzed, codes)
         self._batch_write(chunks)
         PostingWriter(self._client, self._table, self._space(scope)).apply(
             _additions(analyzed, codes))
@@ -349,7 +399,7 @@ class DynamoProjectionStore:
         then takes :meth:`put_postings` + :meth:`commit_indexed`, which handle those cases. Nothing
         is half-written: the transaction commits whole or not at all."""
         codes = posting_codes(analyzed)
-        chunks = self._term_list_requests(scope, analyzed.record_id, codes)
+        chunks = self._term_list_requests(scope, analyzed, codes)
         if 2 * len(codes) + len(chunks) + 2 > _TRANSACTION_ACTIONS:
             return False
         writer = PostingWriter(self._client, self._table, self._space(scope))
@@ -452,7 +502,7 @@ class DynamoProjectionStore:
                 dfs[change.term] = dfs.get(change.term, 0) + 1
                 if change.entry is not None:
                     added.setdefault(change.term, []).append(change.entry)
-            chunks = self._term_list_requests(scope, analyzed.record_id, codes)
+            chunks = self._term_list_requests(scope, analyzed, codes)
             requests.extend(chunks)
             requests.append({"PutRequest": {"Item": {
                 "pk": {"S": f"DOC#{self._space(scope)}"}, "sk": {"S": analyzed.record_id},
@@ -497,17 +547,25 @@ class DynamoProjectionStore:
                 return blocks
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
-    def _term_list_requests(self, scope: Scope, record_id: str,
+    def _term_list_requests(self, scope: Scope, analyzed: AnalyzedDocument,
                             codes: dict[str, int]) -> list[dict[str, Any]]:
-        """PutRequests of the term list: ``term\tcode`` lines, chunked under the item limit."""
-        lines = [f"{term}\t{codes[term]}" for term in sorted(codes)]
-        return [
-            {"PutRequest": {"Item": {
-                "pk": {"S": f"DOC#{self._space(scope)}"}, "sk": {"S": f"{record_id}#T#{n:04d}"},
-                "terms": {"S": "\n".join(chunk)},
-            }}}
-            for n, chunk in enumerate(_chunks(lines))
-        ]
+        """PutRequests of the term list (``term\tcode`` lines, their frequencies in ``f``, the
+        lengths in ``len`` when it is one chunk), chunked under the item limit."""
+        lines = [(f"{term}\t{codes[term]}", _csv(analyzed.frequencies[term]))
+                 for term in sorted(codes)]
+        chunks = _chunks(lines)
+        requests = []
+        for n, chunk in enumerate(chunks):
+            item = {
+                "pk": {"S": f"DOC#{self._space(scope)}"},
+                "sk": {"S": f"{analyzed.record_id}#T#{n:04d}"},
+                "terms": {"S": "\n".join(line for line, _ in chunk)},
+                "f": {"S": "\n".join(frequencies for _, frequencies in chunk)},
+            }
+            if len(chunks) == 1:
+                item["len"] = {"S": _csv(analyzed.lengths)}
+            requests.append({"PutRequest": {"Item": item}})
+        return requests
 
     # -- plumbing --------------------------------------------------------------------------
 
@@ -544,11 +602,17 @@ class DynamoProjectionStore:
             time.sleep(min(0.05 * 2**attempt, 1.0))
         raise RateLimited
 
-    def _batch_get_items(self, keys: list[dict[str, Any]],
-                         consistent: bool) -> list[dict[str, Any]]:
-        """Items of up to 100 keys (any pk/sk), unprocessed keys retried."""
+    def _batch_get_items(self, keys: list[dict[str, Any]], consistent: bool,
+                         attributes: Sequence[str] = ()) -> list[dict[str, Any]]:
+        """Items of up to 100 keys (any pk/sk), unprocessed keys retried; only the named
+        ``attributes`` when some are given."""
         found: list[dict[str, Any]] = []
-        pending: dict[str, Any] = {self._table: {"Keys": keys, "ConsistentRead": consistent}}
+        request: dict[str, Any] = {"Keys": keys, "ConsistentRead": consistent}
+        if attributes:
+            names = {f"#a{n}": name for n, name in enumerate(attributes)}
+            request["ProjectionExpression"] = ", ".join(names)
+            request["ExpressionAttributeNames"] = names
+        pending: dict[str, Any] = {self._table: request}
         for attempt in range(_MAX_ATTEMPTS):
             response = self._call("batch_get_item", RequestItems=pending)
             found.extend(dict(i) for i in response.get("Responses", {}).get(self._table, []))

@@ -142,6 +142,14 @@ class ProjectionStore(Protocol):
         """The postings a record wrote (stored with its doc item, for removal)."""
         ...
 
+    def completion_documents(self, scope: Scope, record_ids: Sequence[str],
+                             terms: Sequence[str], consistent: bool = False
+                             ) -> dict[str, AnalyzedDocument | None]:
+        """Each record's frequencies of ``terms`` and its field lengths, as indexed (absent:
+        no term list found; None: the stored list cannot say, complete it from content);
+        ``consistent`` False: a read that may miss recent writes, at half the cost."""
+        ...
+
     def index_at_once(self, scope: Scope, analyzed: AnalyzedDocument,
                       record_digest: str) -> bool:
         """Term list, postings (with df), doc → indexed and stats in one atomic write when
