@@ -274,8 +274,10 @@ def test_completion_reads_term_lists_not_records_when_they_hold_frequencies(
     # revalidation's (one consistent read of the page's candidates), each once.
     assert _scored(envelope) == _exact_among_candidates(read_path, record_ids, config)
     assert len(record_keys) == len(set(record_keys))
-    # The candidates lacking an open term's posting, each read from its term list.
-    assert term_list_keys and {k.partition("#")[0] for k in term_list_keys} <= set(record_ids)
+    # The candidates lacking an open term's posting (the target among them), each read
+    # from its term list.
+    assert f"{record_ids[1]}#T#0000" in term_list_keys
+    assert {k.partition("#")[0] for k in term_list_keys} <= set(record_ids)
     assert all(k.endswith("#T#0000") for k in term_list_keys)
 
 

@@ -61,6 +61,29 @@ def test_any_postings_decode_to_what_was_encoded(entries: list[BlockPosting]) ->
     assert sorted(decoded, key=repr) == sorted(entries, key=repr)
 
 
+narrow_product_postings = st.lists(st.builds(
+    BlockPosting,
+    code=st.integers(min_value=0, max_value=CODE_LIMIT - 1),
+    posting=st.builds(
+        Posting,
+        record_id=st.text(min_size=1, max_size=20).map(_record_id),
+        tf=st.tuples(*[small] * 5),
+        lengths=st.tuples(*[st.integers(0, 2**16 - 1)] * 5),
+    ),
+), max_size=30, unique_by=lambda e: e.posting.record_id)
+
+
+@relaxed
+@given(narrow_product_postings, postings)
+def test_blocks_of_product_ids_and_small_numbers_decode_exactly_beside_any_other_posting(
+        entries: list[BlockPosting], other: BlockPosting) -> None:
+    # The common block (every posting fixed-size) and the same block with one posting of
+    # another shape (a long id, wide numbers) decode to what was encoded.
+    assert sorted(decode(encode(entries)), key=repr) == sorted(entries, key=repr)
+    mixed = [e for e in entries if e.posting.record_id != other.posting.record_id] + [other]
+    assert sorted(decode(encode(mixed)), key=repr) == sorted(mixed, key=repr)
+
+
 @relaxed
 @given(unique_postings, st.randoms())
 def test_the_same_postings_in_any_order_are_the_same_bytes(entries: list[BlockPosting],

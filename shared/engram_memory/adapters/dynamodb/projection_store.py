@@ -181,7 +181,8 @@ class _BlockReader:
         self._request: dict[str, Any] = {
             "TableName": store.table_name, "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": {":pk": {"S": pk}}, "ScanIndexForward": False,
-            "ProjectionExpression": "sk, #p", "ExpressionAttributeNames": {"#p": BLOCK_ATTRIBUTE},
+            # Only the block: every attribute returned costs a parse (paging needs no sk).
+            "ProjectionExpression": "#p", "ExpressionAttributeNames": {"#p": BLOCK_ATTRIBUTE},
         }
         self.entries: list[BlockPosting] = []
         self.blocks = 0
