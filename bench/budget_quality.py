@@ -176,9 +176,10 @@ def completed(terms: Sequence[str], index: Index, config: RankingConfig,
     open_ = completion.open_terms(terms, read, k)
     if not open_ or not ranked or config.completion_cap == 0:
         return ranked, 0
-    chosen = completion.to_complete(ranked, config.completion_cap)
+    scores = {hit.record_id: hit.score for hit in ranked}
+    chosen = completion.to_complete(scores, config.completion_cap)
     documents = {rid: index.analyzed(rid) for rid in completion.lacking(chosen, read, open_)}
-    return (completion.complete(ranked, terms, read, index.stats, dfs, documents, config),
+    return (completion.complete(scores, terms, read, index.stats, dfs, documents, config),
             len(documents))
 
 

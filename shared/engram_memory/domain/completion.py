@@ -16,16 +16,18 @@ already exact and nothing is completed. Rules and cost: docs/search.md, "Score c
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 
 from engram_memory.domain.ranking import (
+    SCORE_DECIMALS,
     AnalyzedDocument,
     CorpusStats,
     Posting,
     RankingConfig,
     ScoredRecord,
     order,
-    score_postings,
+    score_map,
 )
 
 
@@ -35,10 +37,12 @@ def open_terms(terms: Sequence[str], read: Mapping[str, Sequence[Posting]],
     return frozenset(t for t in terms if len(read.get(t, ())) >= limit)
 
 
-def to_complete(ranked: Sequence[ScoredRecord], cap: int) -> list[str]:
-    """The candidates to complete: the best ``cap`` by partial score (the ranking's order,
-    so the set does not depend on the page asked for: paging stays deterministic)."""
-    return [hit.record_id for hit in ranked[:cap]]
+def to_complete(scores: Mapping[str, float], cap: int) -> list[str]:
+    """The candidates to complete: the best ``cap`` by partial score, in :func:`order`'s
+    order (so the set does not depend on the page asked for: paging stays deterministic),
+    without ordering every candidate."""
+    best = heapq.nsmallest(cap, ((-round(s, SCORE_DECIMALS), rid) for rid, s in scores.items()))
+    return [rid for _, rid in best]
 
 
 def lacking(record_ids: Sequence[str], postings: Mapping[str, Sequence[Posting]],
@@ -49,13 +53,15 @@ def lacking(record_ids: Sequence[str], postings: Mapping[str, Sequence[Posting]]
     return [rid for rid in record_ids if any(rid not in ids for ids in held)]
 
 
-def complete(ranked: Sequence[ScoredRecord], terms: Sequence[str],
+def complete(scores: Mapping[str, float], terms: Sequence[str],
              postings: Mapping[str, Sequence[Posting]], stats: CorpusStats,
              dfs: Mapping[str, int], documents: Mapping[str, AnalyzedDocument],
              config: RankingConfig) -> list[ScoredRecord]:
-    """``ranked`` (the scores of ``postings``) with the completed records' exact scores.
+    """The ranking of ``scores`` (those of ``postings``) with the completed records' exact
+    scores.
 
-    ``documents`` are completed records as analyzed from their content: each is scored with
+    ``documents`` are completed records as indexed (each term's per-field frequencies and
+    the record's lengths, from the projection's term list or its content): each is scored with
     every query term it holds (the postings already read are the same postings); every
     other candidate keeps its score. df stays what the read counted (completion only adds
     postings the term's counter already counts), so a completed score is exactly what
@@ -67,7 +73,8 @@ def complete(ranked: Sequence[ScoredRecord], terms: Sequence[str],
     completed = {t: [Posting(doc.record_id, doc.frequencies[t], doc.lengths)
                      for doc in documents.values() if t in doc.frequencies]
                  for t in distinct}
-    scores = {hit.record_id: hit.score for hit in ranked if hit.record_id not in documents}
-    scores.update((hit.record_id, hit.score)
-                  for hit in score_postings(distinct, completed, stats, config, fixed))
-    return order(scores)
+    merged = dict(scores)
+    for record_id in documents:
+        merged.pop(record_id, None)
+    merged.update(score_map(distinct, completed, stats, config, fixed))
+    return order(merged)

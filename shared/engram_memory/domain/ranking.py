@@ -197,6 +197,18 @@ def score_postings(
     ``document_frequencies`` holds each term's df when ``postings`` is only part of a
     term's postings (the best K); without it, df is the number of postings given.
     """
+    return order(score_map(terms, postings, stats, config, document_frequencies))
+
+
+def score_map(
+    terms: Sequence[str],
+    postings: Mapping[str, Sequence[Posting]],
+    stats: CorpusStats,
+    config: RankingConfig = DEFAULT_CONFIG,
+    document_frequencies: Mapping[str, int] | None = None,
+) -> dict[str, float]:
+    """:func:`score_postings`' scores by record id, not yet ordered (for a caller that
+    changes some before ordering them once)."""
     averages = stats.average_lengths()
     scores: dict[str, float] = {}
     dfs = document_frequencies or {}
@@ -215,7 +227,7 @@ def score_postings(
             if pseudo_tf > 0.0:
                 gain = weight * pseudo_tf / (config.k1 + pseudo_tf)
                 scores[posting.record_id] = scores.get(posting.record_id, 0.0) + gain
-    return order(scores)
+    return scores
 
 
 def build_index(

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 from engram_memory.concurrency import in_background
 from engram_memory.domain.completion import complete, lacking, open_terms, to_complete
-from engram_memory.domain.ranking import analyze, score_postings
+from engram_memory.domain.ranking import analyze, order, score_map
 from engram_memory.domain.search_fields import record_document
 from engram_memory.services.ports.read import ACCEPTED_CURRENT
 
@@ -60,19 +60,20 @@ class ScoreCompletion:
         ``read`` is what ``projection`` returned for each term with ``limit`` postings
         asked (before the journal tail was merged): a term is open when either list is full.
         """
-        ranked = score_postings(terms, view.postings, view.stats, self._config, view.dfs)
+        # Scores first, ordered once: completion re-orders after changing some of them.
+        scores = score_map(terms, view.postings, view.stats, self._config, view.dfs)
         open_ = open_terms(terms, read, limit) | open_terms(terms, view.postings, limit)
-        if not open_ or not ranked or self._config.completion_cap == 0:
-            return ranked
-        chosen = lacking(to_complete(ranked, self._config.completion_cap), view.postings,
+        if not open_ or not scores or self._config.completion_cap == 0:
+            return order(scores)
+        chosen = lacking(to_complete(scores, self._config.completion_cap), view.postings,
                          open_)
         documents = self._from_projection(projection, scope, chosen, terms)
         rest = [rid for rid in chosen if rid not in documents]
         if rest:
             documents.update(self._from_content(scope, rest))
         if not documents:
-            return ranked
-        return complete(ranked, terms, view.postings, view.stats, view.dfs, documents,
+            return order(scores)
+        return complete(scores, terms, view.postings, view.stats, view.dfs, documents,
                         self._config)
 
     @staticmethod
