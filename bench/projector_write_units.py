@@ -233,10 +233,10 @@ def forget(store: Any, scope: Any, record_id: str) -> None:
     document = store.document(scope, record_id)
     if document is None or not document.indexed:
         raise SystemExit(f"{record_id} is not indexed")
-    refs = store.document_terms(scope, document)
+    refs = store.document_terms(scope, record_id)
     store.delete_postings(scope, record_id, refs)
     store.commit_removed(scope, document)
-    store.delete_document_terms(scope, document)
+    store.delete_document_terms(scope, record_id)
 
 
 def layout() -> str:

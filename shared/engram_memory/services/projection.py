@@ -270,9 +270,11 @@ class ProjectionService:
             }
             if refs:
                 self._projection.delete_postings(key.scope, key.record_id, sorted(refs))
+            # ... and its term list (frequencies of content being forgotten).
+            self._projection.delete_document_terms(key.scope, key.record_id)
             return
         if document.indexed:
-            terms_list = self._projection.document_terms(key.scope, document)
+            terms_list = self._projection.document_terms(key.scope, key.record_id)
             self._projection.delete_postings(key.scope, key.record_id, terms_list)
             self._projection.commit_removed(key.scope, document)
-        self._projection.delete_document_terms(key.scope, document)
+        self._projection.delete_document_terms(key.scope, key.record_id)

@@ -54,11 +54,13 @@ class ScoreCompletion:
 
     def rank(self, projection: ProjectionStore, scope: Scope, terms: Sequence[str],
              view: MergedView, read: Mapping[str, Sequence[Posting]],
-             limit: int) -> list[ScoredRecord]:
+             limit: int, tail: Sequence[AnalyzedDocument] = ()) -> list[ScoredRecord]:
         """The ranking, its best candidates' scores completed.
 
         ``read`` is what ``projection`` returned for each term with ``limit`` postings
         asked (before the journal tail was merged): a term is open when either list is full.
+        ``tail``: the journal tail's current records, already read and analyzed (completed
+        from those, with no read: the projection may not hold them yet).
         """
         # Scores first, ordered once: completion re-orders after changing some of them.
         scores = score_map(terms, view.postings, view.stats, self._config, view.dfs)
@@ -67,7 +69,10 @@ class ScoreCompletion:
             return order(scores)
         chosen = lacking(to_complete(scores, self._config.completion_cap), view.postings,
                          open_)
-        documents = self._from_projection(projection, scope, chosen, terms)
+        known = {doc.record_id: doc for doc in tail}
+        documents = {rid: known[rid] for rid in chosen if rid in known}
+        documents.update(self._from_projection(
+            projection, scope, [rid for rid in chosen if rid not in known], terms))
         rest = [rid for rid in chosen if rid not in documents]
         if rest:
             documents.update(self._from_content(scope, rest))
@@ -83,6 +88,8 @@ class ScoreCompletion:
         a list just written: the ones it misses are read again, consistently, so the
         ranking never depends on how stale a read was (a later page computes the same
         ranking, or paging would answer STALE_PAGE)."""
+        if not chosen:
+            return {}
         found = projection.completion_documents(scope, chosen, terms, consistent=False)
         missed = [rid for rid in chosen if rid not in found]
         if missed:
@@ -91,8 +98,9 @@ class ScoreCompletion:
 
     def _from_content(self, scope: Scope, chosen: list[str]) -> dict[str, AnalyzedDocument]:
         """The candidates completed from their canonical content (analyzed as the projector
-        analyzes it): the ones not in the projection yet (the journal tail's) and term
-        lists written before frequencies were stored. Only ``accepted_current`` records."""
+        analyzes it): term lists written before frequencies were stored, or of several
+        chunks, and records neither projected nor in the tail read (removed ones: they stay
+        partial). Only ``accepted_current`` records."""
         rows = self._read(scope, chosen, consistent=False)
         unsure = [rid for rid in chosen if rid not in rows or rows[rid].state != ACCEPTED_CURRENT]
         if unsure:

@@ -225,7 +225,8 @@ class SearchService:
             return head, [], delta
         # The best candidates' scores completed with every query term (one more round
         # trip, only when a term's read stopped at its share: docs/search.md).
-        return head, self._completion.rank(projection, scope, terms, view, postings, k), delta
+        return head, self._completion.rank(projection, scope, terms, view, postings, k,
+                                           delta.current), delta
 
     def _revalidate(self, scope: Scope, ranked: list[ScoredRecord], need: int,
                     system_as_of: int, now_ms: int, purpose: str | None) -> list[Hit]:

@@ -97,7 +97,7 @@ class JournalTail:
                 continue
             gone.add(record_id)
             if document is not None and counted:
-                terms = frozenset(t for t, _ in self._projection.document_terms(scope, document))
+                terms = frozenset(t for t, _ in self._projection.document_terms(scope, record_id))
                 counted_gone.append(CountedDocument(record_id, document.lengths, terms))
         return TailDelta(tuple(current), frozenset(uncounted), frozenset(gone),
                          tuple(counted_gone), records)

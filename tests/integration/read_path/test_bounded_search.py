@@ -7,6 +7,7 @@ from typing import Any
 
 from engram_memory import bootstrap
 from engram_memory.adapters.dynamodb.posting_writer import block_bytes
+from engram_memory.adapters.dynamodb import projection_store
 from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore
 from engram_memory.composition import search as composition_search
 from engram_memory.domain.context import Scope
@@ -135,6 +136,30 @@ def test_a_crash_before_the_commit_leaves_postings_that_removal_finds_and_uncoun
     read_path.project()
     assert postings_by_term(_projection_items(read_path)) == {}
     assert _df_matches_postings(read_path)["quokka"] == 0
+    # Nor is its term list (the forgotten content's terms and frequencies) left behind.
+    assert not [i for i in _projection_items(read_path) if i["sk"]["S"].startswith(record_id)]
+
+
+def test_removal_finds_every_chunk_of_a_term_list_whatever_the_doc_item_counted(
+    read_path: ReadPath, monkeypatch: Any,
+) -> None:
+    # A list cut into more chunks than the doc item says (another release cutting chunks
+    # differently, or a retried attempt): removal still finds and deletes all of them.
+    monkeypatch.setattr(projection_store, "_CHUNK_BYTES", 40)
+    record_id = read_path.admit("Quokka wallaby numbat bilby dingo echidna platypus note.")
+    read_path.project()
+    s = read_path.aws.settings
+    chunks = [i for i in _projection_items(read_path) if i["sk"]["S"].startswith(f"{record_id}#T#")]
+    assert len(chunks) > 1
+    table = s.projection_table_name
+    read_path.aws.dynamodb.update_item(
+        TableName=table, Key={"pk": chunks[0]["pk"], "sk": {"S": record_id}},
+        UpdateExpression="SET chunks = :one", ExpressionAttributeValues={":one": {"N": "1"}})
+    read_path.forget(record_id)
+    read_path.project()
+    assert postings_by_term(_projection_items(read_path)) == {}
+    assert not [i for i in _projection_items(read_path) if i["sk"]["S"].startswith(record_id)
+                and "#T#" in i["sk"]["S"]]
 
 
 def test_a_partly_applied_posting_write_completes_without_counting_twice(
@@ -312,10 +337,32 @@ def test_a_record_not_projected_yet_is_completed_from_its_content(
     record_ids.insert(1, read_path.admit(TARGET))
     config = _completion_config(monkeypatch, read_path, cap=200)
 
+    record_keys = _record_keys_read(read_path)
+    term_list_keys = _term_list_keys_read(read_path)
+
     envelope = read_path.search("alpha beta", limit=10)
 
     assert _scored(envelope) == _exact_among_candidates(read_path, record_ids, config)
     assert _scored(envelope)[0][0] == record_ids[1]
+    # Completed from what the journal tail's read already analyzed: neither its term list
+    # nor its record read again for completion (the tail's read and revalidation's only).
+    assert not [k for k in term_list_keys if k.startswith(record_ids[1])]
+    assert record_keys.count(f"REC#{record_ids[1]}") == 2
+
+
+def test_a_term_list_of_several_chunks_is_completed_from_content(
+    read_path: ReadPath, monkeypatch: Any,
+) -> None:
+    monkeypatch.setattr(projection_store, "_CHUNK_BYTES", 12)
+    record_ids = [read_path.admit(text) for text in [ALPHA_TOP, TARGET, ALPHA_LOW, *BETA]]
+    read_path.project()
+    config = _completion_config(monkeypatch, read_path, cap=200)
+    record_keys = _record_keys_read(read_path)
+
+    envelope = read_path.search("alpha beta", limit=10)
+
+    assert _scored(envelope) == _exact_among_candidates(read_path, record_ids, config)
+    assert f"REC#{record_ids[1]}" in record_keys
 
 
 def test_completion_documents_say_each_term_frequency_as_indexed(

@@ -342,18 +342,36 @@ class DynamoProjectionStore:
         item = self._get({"pk": {"S": f"DOC#{self._space(scope)}"}, "sk": {"S": record_id}}, True)
         return None if item is None else _document_of(record_id, item)
 
-    def document_terms(self, scope: Scope, document: IndexedDocument) -> list[PostingRef]:
-        """The stored (term, impact code) list of a document (all its chunks)."""
+    def document_terms(self, scope: Scope, record_id: str) -> list[PostingRef]:
+        """The stored (term, impact code) list of a record, every chunk found (consistent)."""
         refs: list[PostingRef] = []
-        for n in range(document.term_chunks):
-            key = {"pk": {"S": f"DOC#{self._space(scope)}"},
-                   "sk": {"S": f"{document.record_id}#T#{n:04d}"}}
-            item = self._get(key, True)
-            if item is not None and item["terms"]["S"]:
+        for item in self._term_list_items(scope, record_id, ("terms",)):
+            if item.get("terms", {}).get("S"):
                 for line in item["terms"]["S"].split("\n"):
                     term, code = line.split("\t")[:2]
                     refs.append((term, int(code)))
         return refs
+
+    def _term_list_items(self, scope: Scope, record_id: str,
+                         attributes: Sequence[str]) -> list[dict[str, Any]]:
+        """Every chunk of a record's term list, found by its key prefix (not by the doc
+        item's chunk count: a crashed attempt, or code cutting chunks differently, may have
+        left more), read consistently."""
+        names = {f"#a{n}": name for n, name in enumerate(("sk", *attributes))}
+        request: dict[str, Any] = {
+            "TableName": self._table, "ConsistentRead": True,
+            "KeyConditionExpression": "pk = :pk AND begins_with(sk, :prefix)",
+            "ExpressionAttributeValues": {":pk": {"S": f"DOC#{self._space(scope)}"},
+                                          ":prefix": {"S": f"{record_id}#T#"}},
+            "ProjectionExpression": ", ".join(names), "ExpressionAttributeNames": names,
+        }
+        items: list[dict[str, Any]] = []
+        while True:
+            page = self._call("query", **request)
+            items.extend(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return items
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def completion_documents(self, scope: Scope, record_ids: Sequence[str],
                              terms: Sequence[str], consistent: bool = False
@@ -469,14 +487,12 @@ class DynamoProjectionStore:
         negative = tuple(-length for length in document.lengths)
         return self._transact([flip, self._stats_update(scope, -1, negative)])
 
-    def delete_document_terms(self, scope: Scope, document: IndexedDocument) -> None:
-        """Delete the term-list chunks of a removed document."""
+    def delete_document_terms(self, scope: Scope, record_id: str) -> None:
+        """Delete every chunk of a record's term list (found by key prefix)."""
         self._batch_write([
-            {"DeleteRequest": {"Key": {
-                "pk": {"S": f"DOC#{self._space(scope)}"},
-                "sk": {"S": f"{document.record_id}#T#{n:04d}"},
-            }}}
-            for n in range(document.term_chunks)
+            {"DeleteRequest": {"Key": {"pk": {"S": f"DOC#{self._space(scope)}"},
+                                       "sk": item["sk"]}}}
+            for item in self._term_list_items(scope, record_id, ())
         ])
 
     def bulk_load(self, scope: Scope, documents: Sequence[tuple[AnalyzedDocument, str]],

@@ -138,8 +138,8 @@ class ProjectionStore(Protocol):
         """The doc item of a record, or None when it was never indexed."""
         ...
 
-    def document_terms(self, scope: Scope, document: IndexedDocument) -> list[PostingRef]:
-        """The postings a record wrote (stored with its doc item, for removal)."""
+    def document_terms(self, scope: Scope, record_id: str) -> list[PostingRef]:
+        """The postings a record wrote (its stored term list, every chunk, for removal)."""
         ...
 
     def completion_documents(self, scope: Scope, record_ids: Sequence[str],
@@ -173,6 +173,6 @@ class ProjectionStore(Protocol):
         """Atomically mark the doc removed and subtract it from the stats; False if not indexed."""
         ...
 
-    def delete_document_terms(self, scope: Scope, document: IndexedDocument) -> None:
-        """Drop the stored term list of a removed document."""
+    def delete_document_terms(self, scope: Scope, record_id: str) -> None:
+        """Drop every chunk of a record's stored term list (absent ones are fine)."""
         ...
