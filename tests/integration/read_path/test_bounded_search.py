@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from engram_memory import bootstrap
-from engram_memory.adapters.dynamodb.posting_writer import block_bytes
 from engram_memory.adapters.dynamodb import projection_store
+from engram_memory.adapters.dynamodb.posting_writer import block_bytes
 from engram_memory.adapters.dynamodb.projection_store import DynamoProjectionStore
 from engram_memory.composition import search as composition_search
 from engram_memory.domain.context import Scope
