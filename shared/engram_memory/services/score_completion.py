@@ -6,9 +6,10 @@ scored again. Nothing is read when no term is open (the scores are already exact
 
 A candidate is read from the projection's term list of it (one small item: the query
 terms' per-field frequencies and the field lengths, exactly what the projector indexed; no
-record item parsed, no content analyzed). The few the projection cannot complete (records
-of the journal tail not projected yet, term lists written before frequencies were stored)
-are read from the main table and analyzed from their content as the projector analyzes it.
+record item parsed, no content analyzed). The journal tail's current records are completed
+from the tail's own read (no read). The few the projection cannot complete (term lists
+written before frequencies were stored, or of several chunks) are read from the main table
+and analyzed from their content as the projector analyzes it.
 All reads of a kind go out at once (BatchGetItem, 100 ids each: one round trip).
 
 The reads are **eventually consistent** (half the read units of a consistent read): a

@@ -8,6 +8,8 @@ tokenizer is never read or written by this code: it is rebuilt (docs/search.md).
   (binary: a block of postings, ``domain/posting_blocks.py``)
 * df        ``DF#{t}#{w}#{g}#{term}`` / ``DF``: ``df`` (number, = the term's posting count)
 * doc       ``DOC#{t}#{w}#{g}`` / ``{record_id}``: ``state``, ``digest``, ``len``, ``chunks``
+  (the term list's chunk count: still written for releases that find chunks by it; this one
+  finds them by key prefix)
 * doc terms ``DOC#{t}#{w}#{g}`` / ``{record_id}#T#{n:04d}``: ``terms`` (``term\tcode`` lines,
   sorted by term), ``f`` (the per-field term frequencies of each line, ``f0,..,f4`` lines in
   the same order) and, when the list is one chunk, ``len`` (the field lengths): what score
@@ -169,7 +171,6 @@ def _document_of(record_id: str, item: dict[str, Any]) -> IndexedDocument:
         indexed=item["state"]["S"] == _INDEXED,
         record_digest=item["digest"]["S"],
         lengths=_ints(item["len"]["S"]),
-        term_chunks=int(item["chunks"]["N"]),
     )
 
 

@@ -84,7 +84,6 @@ class IndexedDocument:
     indexed: bool
     record_digest: str
     lengths: tuple[int, ...]
-    term_chunks: int
 
 
 @dataclass(frozen=True, slots=True)
