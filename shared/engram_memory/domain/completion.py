@@ -16,17 +16,16 @@ already exact and nothing is completed. Rules and cost: docs/search.md, "Score c
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Mapping, Sequence
 
 from engram_memory.domain.ranking import (
-    SCORE_DECIMALS,
     AnalyzedDocument,
     CorpusStats,
     Posting,
     RankingConfig,
     ScoredRecord,
     order,
+    record_ids_of,
     score_map,
 )
 
@@ -39,24 +38,23 @@ def open_terms(terms: Sequence[str], read: Mapping[str, Sequence[Posting]],
 
 def to_complete(scores: Mapping[str, float], cap: int) -> list[str]:
     """The candidates to complete: the best ``cap`` by partial score, in :func:`order`'s
-    order (so the set does not depend on the page asked for: paging stays deterministic),
-    without ordering every candidate."""
-    best = heapq.nsmallest(cap, ((-round(s, SCORE_DECIMALS), rid) for rid, s in scores.items()))
-    return [rid for _, rid in best]
+    order (so the set does not depend on the page asked for: paging stays deterministic);
+    only those are ranked (``Ranking``)."""
+    return [scored.record_id for scored in order(scores)[:cap]]
 
 
 def lacking(record_ids: Sequence[str], postings: Mapping[str, Sequence[Posting]],
             open_: frozenset[str]) -> list[str]:
     """The candidates without a posting read under some open term (the ones whose content
     must be read to score them exactly), in the given order."""
-    held = [{p.record_id for p in postings.get(t, ())} for t in sorted(open_)]
+    held = [set(record_ids_of(postings.get(t, ()))) for t in sorted(open_)]
     return [rid for rid in record_ids if any(rid not in ids for ids in held)]
 
 
 def complete(scores: Mapping[str, float], terms: Sequence[str],
              postings: Mapping[str, Sequence[Posting]], stats: CorpusStats,
              dfs: Mapping[str, int], documents: Mapping[str, AnalyzedDocument],
-             config: RankingConfig) -> list[ScoredRecord]:
+             config: RankingConfig) -> Sequence[ScoredRecord]:
     """The ranking of ``scores`` (those of ``postings``) with the completed records' exact
     scores.
 

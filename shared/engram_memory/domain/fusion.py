@@ -138,7 +138,7 @@ def _convex(lists: Sequence[tuple[float, Sequence[ScoredRecord]]],
 
 
 def fuse(lexical: Sequence[ScoredRecord], semantic: Sequence[ScoredRecord],
-         config: FusionConfig) -> list[ScoredRecord]:
+         config: FusionConfig) -> Sequence[ScoredRecord]:
     """One deterministic order from the two channels' orders (each already ordered)."""
     lists: list[tuple[float, Sequence[ScoredRecord]]] = [
         (config.semantic_weight, semantic[:config.semantic_top_k])]

@@ -92,7 +92,8 @@ def top_postings(postings: Sequence[Posting], limit: int) -> list[Posting]:
 
 
 def score_top_k(terms: Sequence[str], postings: Mapping[str, Sequence[Posting]],
-                stats: CorpusStats, config: RankingConfig = DEFAULT_CONFIG) -> list[ScoredRecord]:
+                stats: CorpusStats, config: RankingConfig = DEFAULT_CONFIG
+                ) -> Sequence[ScoredRecord]:
     """The bounded search's first stage: each term's best postings within the per-search
     budget (``postings_for``), exact df; search then completes the scores of the best
     ``completion_cap`` candidates (domain/completion.py)."""

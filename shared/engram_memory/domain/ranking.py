@@ -20,9 +20,11 @@ over an in-memory document set that the bounded search is compared against.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, overload, runtime_checkable
+
+import numpy as np
 
 from engram_memory.domain.canonical import DigestKind, digest
 from engram_memory.domain.tokenizer import TOKENIZER_VERSION, query_terms, term_frequencies
@@ -178,11 +180,99 @@ def idf(doc_count: int, df: int) -> float:
     return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
-def order(scores: Mapping[str, float]) -> list[ScoredRecord]:
+def order(scores: Mapping[str, float]) -> Ranking:
     """Deterministic order: rounded score descending, then record_id ascending."""
-    rounded = [(round(s, SCORE_DECIMALS), rid) for rid, s in scores.items()]
-    rounded.sort(key=lambda item: (-item[0], item[1]))
-    return [ScoredRecord(record_id=rid, score=s) for s, rid in rounded]
+    return Ranking(scores)
+
+
+class Ranking(Sequence[ScoredRecord]):
+    """:func:`order` of some scores, ranked only as far as it is read.
+
+    A search scores thousands of candidates and reads the first few (revalidation stops at
+    its page); rounding and ordering every one cost more than scoring them. Scores are
+    sorted once as floats (descending); a position is ranked on first read, with every
+    candidate before it. Rounding never reverses two scores, so the candidates of one
+    rounded score sit together in float order: each such run is ordered by record id
+    (exactly ``sorted`` by (-rounded score, record id), tested against it).
+    """
+
+    __slots__ = ("_by_score", "_ids", "_ranked", "_scores", "_taken")
+
+    def __init__(self, scores: Mapping[str, float]) -> None:
+        self._ids = list(scores)
+        self._scores = np.fromiter(scores.values(), dtype=np.float64, count=len(self._ids))
+        self._by_score: list[int] = np.argsort(-self._scores, kind="stable").tolist()
+        self._ranked: list[ScoredRecord] = []
+        self._taken = 0
+
+    def _rank_to(self, stop: int) -> None:
+        """Rank at least the first ``stop`` positions (fewer if there are fewer)."""
+        ids, values, by_score, size = self._ids, self._scores, self._by_score, len(self._ids)
+        while len(self._ranked) < stop and self._taken < size:
+            first = by_score[self._taken]
+            rounded = round(float(values[first]), SCORE_DECIMALS)
+            tied = [ids[first]]
+            self._taken += 1
+            while self._taken < size and round(
+                    float(values[by_score[self._taken]]), SCORE_DECIMALS) == rounded:
+                tied.append(ids[by_score[self._taken]])
+                self._taken += 1
+            tied.sort()
+            self._ranked.extend(ScoredRecord(rid, rounded) for rid in tied)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @overload
+    def __getitem__(self, index: int) -> ScoredRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[ScoredRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> ScoredRecord | list[ScoredRecord]:
+        if isinstance(index, slice):
+            start, stop, _ = index.indices(len(self))
+            self._rank_to(stop if start < stop else 0)
+            return self._ranked[index]
+        self._rank_to(len(self) if index < 0 else index + 1)
+        return self._ranked[index]
+
+    def __iter__(self) -> Iterator[ScoredRecord]:
+        position = 0
+        while position < len(self):
+            self._rank_to(position + 1)
+            yield from self._ranked[position:]
+            position = len(self._ranked)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a sequence of the same ranked records (a list too)."""
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Ranking({list(self)!r})"
+
+
+@runtime_checkable
+class ScoredInBulk(Protocol):
+    """Postings that compute their own BM25F gains, all at once (domain/posting_columns.py)."""
+
+    record_ids: list[str]
+
+    def gains(self, weight: float, averages: Sequence[float],
+              config: RankingConfig) -> tuple[list[str], list[float]]:
+        """Record ids and gains of the postings with a positive pseudo frequency."""
+        ...
+
+
+def record_ids_of(postings: Sequence[Posting]) -> list[str]:
+    """The record ids of some postings, in order."""
+    if isinstance(postings, ScoredInBulk):
+        return postings.record_ids
+    return [p.record_id for p in postings]
 
 
 def score_postings(
@@ -191,7 +281,7 @@ def score_postings(
     stats: CorpusStats,
     config: RankingConfig = DEFAULT_CONFIG,
     document_frequencies: Mapping[str, int] | None = None,
-) -> list[ScoredRecord]:
+) -> Ranking:
     """BM25F over the given postings of the query terms; ordered by :func:`order`.
 
     ``document_frequencies`` holds each term's df when ``postings`` is only part of a
@@ -218,6 +308,11 @@ def score_map(
             continue
         # Never below what was read: a lagging counter read must not inflate idf.
         weight = idf(stats.doc_count, max(dfs.get(term, 0), len(term_postings)))
+        if isinstance(term_postings, ScoredInBulk):
+            ids, gains = term_postings.gains(weight, averages, config)
+            for record_id, gain in zip(ids, gains, strict=True):
+                scores[record_id] = scores.get(record_id, 0.0) + gain
+            continue
         for posting in term_postings:
             pseudo_tf = 0.0
             for i, tf in enumerate(posting.tf):
@@ -251,7 +346,7 @@ def rank_documents(
     query: str,
     documents: Iterable[FieldDocument],
     config: RankingConfig = DEFAULT_CONFIG,
-) -> list[ScoredRecord]:
+) -> Ranking:
     """The reference ranking: exhaustive BM25F of an in-memory document set for ``query``.
 
     Every posting of every query term is scored, with the set's own N, df and average

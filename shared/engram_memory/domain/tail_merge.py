@@ -23,7 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engram_memory.domain.impact import top_postings
+from engram_memory.domain.impact import impact_code, top_postings
+from engram_memory.domain.posting_columns import PostingColumns
 from engram_memory.domain.ranking import AnalyzedDocument, CorpusStats, Posting
 
 
@@ -61,9 +62,20 @@ class TailDelta:
 class MergedView:
     """Postings and statistics as the projection will hold them after the tail."""
 
-    postings: dict[str, list[Posting]]
+    postings: dict[str, Sequence[Posting]]
     stats: CorpusStats
     dfs: dict[str, int]
+
+
+def _merged_postings(read: Sequence[Posting], replaced: frozenset[str],
+                     arrived: list[Posting], k: int) -> Sequence[Posting]:
+    """A term's postings read, less the replaced records', plus the arrived ones, best k."""
+    if isinstance(read, PostingColumns):  # a search's read: kept as columns
+        kept = read.without(replaced)
+        return kept.plus(PostingColumns.of(
+            (impact_code(p.tf, p.lengths), p) for p in arrived)).best(k)
+    kept_postings = [p for p in read if p.record_id not in replaced]
+    return top_postings([*kept_postings, *arrived], k)
 
 
 def merge_tail(terms: Sequence[str], postings: Mapping[str, Sequence[Posting]],
@@ -71,16 +83,15 @@ def merge_tail(terms: Sequence[str], postings: Mapping[str, Sequence[Posting]],
                k: int) -> MergedView:
     """The projection's view of the query terms with the tail applied."""
     if delta.empty:
-        return MergedView({t: list(postings.get(t, ())) for t in terms}, stats, dict(dfs))
+        return MergedView({t: postings.get(t, ()) for t in terms}, stats, dict(dfs))
     added = [doc for doc in delta.current if doc.record_id in delta.uncounted]
     replaced = delta.gone | {doc.record_id for doc in delta.current}
-    merged: dict[str, list[Posting]] = {}
+    merged: dict[str, Sequence[Posting]] = {}
     new_dfs: dict[str, int] = {}
     for term in dict.fromkeys(terms):
-        kept = [p for p in postings.get(term, ()) if p.record_id not in replaced]
-        kept.extend(Posting(doc.record_id, doc.frequencies[term], doc.lengths)
-                    for doc in delta.current if term in doc.frequencies)
-        merged[term] = top_postings(kept, k)
+        arrived = [Posting(doc.record_id, doc.frequencies[term], doc.lengths)
+                   for doc in delta.current if term in doc.frequencies]
+        merged[term] = _merged_postings(postings.get(term, ()), replaced, arrived, k)
         gained = sum(1 for doc in added if term in doc.frequencies)
         lost = sum(1 for doc in delta.counted_gone if term in doc.terms)
         new_dfs[term] = max(0, dfs.get(term, 0) + gained - lost)

@@ -27,6 +27,8 @@ from engram_memory.domain.fusion import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from engram_memory.contract.inputs import CapabilityPolicy
     from engram_memory.domain.ranking import RankingConfig, ScoredRecord
     from engram_memory.services.semantic import SemanticChannel
@@ -94,7 +96,7 @@ class ChannelPlanner:
         return RankingProfile(fusion.profile, fusion.version,
                               fused_config_digest(fusion, channels), channels)
 
-    def fuse(self, lexical: list[ScoredRecord],
-             semantic: list[ScoredRecord]) -> list[ScoredRecord]:
+    def fuse(self, lexical: Sequence[ScoredRecord],
+             semantic: Sequence[ScoredRecord]) -> Sequence[ScoredRecord]:
         """The fused order (domain/fusion.py)."""
         return fuse(lexical, semantic, self._settings.fusion)

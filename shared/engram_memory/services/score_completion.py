@@ -55,7 +55,7 @@ class ScoreCompletion:
 
     def rank(self, projection: ProjectionStore, scope: Scope, terms: Sequence[str],
              view: MergedView, read: Mapping[str, Sequence[Posting]],
-             limit: int, tail: Sequence[AnalyzedDocument] = ()) -> list[ScoredRecord]:
+             limit: int, tail: Sequence[AnalyzedDocument] = ()) -> Sequence[ScoredRecord]:
         """The ranking, its best candidates' scores completed.
 
         ``read`` is what ``projection`` returned for each term with ``limit`` postings

@@ -47,7 +47,7 @@ from engram_memory.services.score_completion import ScoreCompletion
 from engram_memory.services.search_tail import DEFAULT_TAIL_BOUND, JournalTail
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from engram_memory.domain.context import InvocationContext, Scope
     from engram_memory.services.ports.read import ProjectionStore, RecordReader, RecordRow
@@ -166,7 +166,7 @@ class SearchService:
         return state
 
     def _ranking(self, scope: Scope, args: SearchArgs, use_semantic: bool
-                 ) -> tuple[int, list[ScoredRecord], RankingProfile]:
+                 ) -> tuple[int, Sequence[ScoredRecord], RankingProfile]:
         """The pinned head, the ranking and the profile it was made with (fused when the
         semantic channel is used; it reads the same journal tail as the lexical one)."""
         channel = self._channels.semantic if use_semantic else None
@@ -187,7 +187,7 @@ class SearchService:
         return head, self._channels.fuse(lexical, semantic), profile
 
     def _rank(self, scope: Scope, query: str, with_tail: bool
-              ) -> tuple[int, list[ScoredRecord], TailDelta]:
+              ) -> tuple[int, Sequence[ScoredRecord], TailDelta]:
         """:meth:`_rank_in` the current generation; while that one is being rebuilt (too
         far behind the head), in the previous one, if there is one it can be."""
         try:
@@ -200,7 +200,7 @@ class SearchService:
 
     def _rank_in(self, projection: ProjectionStore, tail: JournalTail, scope: Scope,
                  query: str, with_tail: bool
-                 ) -> tuple[int, list[ScoredRecord], TailDelta]:
+                 ) -> tuple[int, Sequence[ScoredRecord], TailDelta]:
         """The pinned head, the lexical ranking at it (projection + journal tail, its best
         candidates' scores completed), the tail itself (read even without query terms when
         ``with_tail``: semantic needs it)."""
@@ -228,7 +228,7 @@ class SearchService:
         return head, self._completion.rank(projection, scope, terms, view, postings, k,
                                            delta.current), delta
 
-    def _revalidate(self, scope: Scope, ranked: list[ScoredRecord], need: int,
+    def _revalidate(self, scope: Scope, ranked: Sequence[ScoredRecord], need: int,
                     system_as_of: int, now_ms: int, purpose: str | None) -> list[Hit]:
         """Eligible hits in rank order, at most ``need``, read in consistent batches."""
         hits: list[Hit] = []

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
-from engram_memory.domain.impact import top_postings
+from engram_memory.domain.impact import impact_code, top_postings
+from engram_memory.domain.posting_columns import PostingColumns
 from engram_memory.domain.ranking import (
     DEFAULT_CONFIG,
     FieldDocument,
@@ -31,7 +34,7 @@ def _doc(record_id: str) -> FieldDocument:
     return FieldDocument(record_id, {"primary": primary, "context": context})
 
 
-def _ranked_over(ids: list[str], k: int) -> list[ScoredRecord]:
+def _ranked_over(ids: list[str], k: int) -> Sequence[ScoredRecord]:
     """What search ranks when the projection holds exactly ``ids`` (best k per term)."""
     postings, stats = build_index(_doc(i) for i in ids)
     terms = query_terms(QUERY)
@@ -40,12 +43,19 @@ def _ranked_over(ids: list[str], k: int) -> list[ScoredRecord]:
     return score_postings(terms, selected, stats, DEFAULT_CONFIG, dfs)
 
 
-def _merged(projected: list[str], delta: TailDelta, k: int) -> list[ScoredRecord]:
+def _merged(projected: list[str], delta: TailDelta, k: int) -> Sequence[ScoredRecord]:
     postings, stats = build_index(_doc(i) for i in projected)
     terms = query_terms(QUERY)
     selected = {t: top_postings(postings.get(t, []), k) for t in terms}
     dfs = {t: len(postings.get(t, [])) for t in terms}
     view = merge_tail(terms, selected, stats, dfs, delta, k)
+    # A search's read comes as columns (domain/posting_columns.py): merged the same way.
+    as_columns = {t: PostingColumns.of((impact_code(p.tf, p.lengths), p) for p in read)
+                  for t, read in selected.items()}
+    columns_view = merge_tail(terms, as_columns, stats, dfs, delta, k)
+    assert columns_view.postings == view.postings
+    assert columns_view.dfs == view.dfs
+    assert all(isinstance(read, PostingColumns) for read in columns_view.postings.values())
     return score_postings(terms, view.postings, view.stats, DEFAULT_CONFIG, view.dfs)
 
 

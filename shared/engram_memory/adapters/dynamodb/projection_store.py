@@ -53,7 +53,14 @@ from engram_memory.adapters.dynamodb.posting_writer import (
 from engram_memory.concurrency import in_background
 from engram_memory.domain.errors import RateLimited, StoreUnavailable
 from engram_memory.domain.impact import posting_codes
-from engram_memory.domain.posting_blocks import SPACING, BlockPosting, best, decode, layout
+from engram_memory.domain.posting_blocks import (
+    SPACING,
+    BlockPosting,
+    decode,
+    decode_columns,
+    layout,
+    posting_count,
+)
 from engram_memory.domain.ranking import (
     FIELDS,
     PROJECTION_GENERATION,
@@ -185,7 +192,9 @@ class _BlockReader:
             # Only the block: every attribute returned costs a parse (paging needs no sk).
             "ProjectionExpression": "#p", "ExpressionAttributeNames": {"#p": BLOCK_ATTRIBUTE},
         }
-        self.entries: list[BlockPosting] = []
+        self.data: list[bytes] = []
+        """The blocks read, in read order."""
+        self.postings = 0
         self.blocks = 0
         self.needed = 0
         """Blocks it took to hold ``limit`` postings (all blocks read if never reached)."""
@@ -196,11 +205,13 @@ class _BlockReader:
         """The next ``blocks`` blocks (fewer at the end of the term or past 1 MB)."""
         page = self._store.call("query", **self._request, Limit=blocks)
         for item in page.get("Items", []):
-            self.entries.extend(decode(block_bytes(item)))
+            data = block_bytes(item)
+            self.data.append(data)
+            self.postings += posting_count(data)
             self.blocks += 1
             if not self._reached:
                 self.needed = self.blocks
-                self._reached = len(self.entries) >= limit
+                self._reached = self.postings >= limit
         start = page.get("LastEvaluatedKey")
         self.more = start is not None
         if start is not None:
@@ -209,8 +220,8 @@ class _BlockReader:
     def blocks_for(self, limit: int) -> int:
         """Blocks the next page reads: enough for ``limit`` postings at the density seen,
         at most four times what was read so far."""
-        density = len(self.entries) / self.blocks if self.blocks else 1.0
-        wanted = int((limit - len(self.entries)) / max(density, 0.25) * 1.25) + 1
+        density = self.postings / self.blocks if self.blocks else 1.0
+        wanted = int((limit - self.postings) / max(density, 0.25) * 1.25) + 1
         return max(_MIN_PAGE_BLOCKS, min(_MAX_PAGE_BLOCKS, 4 * self.blocks, wanted))
 
 
@@ -299,7 +310,7 @@ class DynamoProjectionStore:
                 found[document.record_id] = document
         return found
 
-    def postings(self, scope: Scope, term: str, limit: int) -> list[Posting]:
+    def postings(self, scope: Scope, term: str, limit: int) -> Sequence[Posting]:
         """The term's ``limit`` best postings: its blocks in descending key order (impact
         band, then record id) until at least ``limit`` postings are read, sorted.
 
@@ -316,15 +327,15 @@ class DynamoProjectionStore:
         reader = _BlockReader(self, pk)
         first = first_page(limit) if remembered is None else remembered + remembered // 8 + 1
         reader.read_page(first, limit)
-        while len(reader.entries) < limit and reader.more:
+        while reader.postings < limit and reader.more:
             reader.read_page(reader.blocks_for(limit), limit)
         if len(self._last_reads) >= _REMEMBERED_TERMS:
             self._last_reads.clear()
         self._last_reads[(pk, limit)] = reader.needed
-        return best(reader.entries, limit)
+        return decode_columns(reader.data).best(limit)
 
     def postings_for_terms(self, scope: Scope, terms: Sequence[str],
-                           limit: int) -> dict[str, list[Posting]]:
+                           limit: int) -> dict[str, Sequence[Posting]]:
         """:meth:`postings` of every term, the Queries run concurrently (one round trip).
 
         Each read runs through ``in_background`` on the pool of width POSTINGS_READERS: in

@@ -124,12 +124,12 @@ class ProjectionStore(Protocol):
         """The scope's stats and the df of each term (0 when it has no postings)."""
         ...
 
-    def postings(self, scope: Scope, term: str, limit: int) -> list[Posting]:
+    def postings(self, scope: Scope, term: str, limit: int) -> Sequence[Posting]:
         """The ``limit`` highest-impact postings of ``term`` in the scope."""
         ...
 
     def postings_for_terms(self, scope: Scope, terms: Sequence[str],
-                           limit: int) -> dict[str, list[Posting]]:
+                           limit: int) -> dict[str, Sequence[Posting]]:
         """:meth:`postings` of every term, read concurrently (one round trip, not one per term)."""
         ...
 

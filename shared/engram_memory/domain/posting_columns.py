@@ -1,0 +1,144 @@
+"""A term's read postings as columns: scored without a Python object per posting.
+
+A search reads up to ``postings_budget`` postings (8,000) and scores every one; decoding
+each into a ``Posting`` and scoring it field by field in Python cost ≈ 5 µs a posting
+(docs/performance.md, "Search at scale"). :class:`PostingColumns` keeps a term's postings as
+arrays (impact codes, per-field term frequencies, field lengths) beside their record ids,
+and computes BM25F's per-posting gains with array arithmetic.
+
+It is still a ``Sequence[Posting]`` (a posting is built only when one is asked for), so
+code that walks postings one by one keeps working, and its gains are **bit for bit** the
+gains :func:`~engram_memory.domain.ranking.score_map` computes one posting at a time: the
+same IEEE operations in the same order (tested against it, property-based).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, overload
+
+import numpy as np
+
+from engram_memory.domain.ranking import FIELDS, Posting
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from engram_memory.domain.ranking import RankingConfig
+
+__all__ = ["PostingColumns"]
+
+_FIELDS = len(FIELDS)
+
+
+class PostingColumns(Sequence[Posting]):
+    """Postings of one term: ``record_ids[i]`` has impact code ``codes[i]``, per-field term
+    frequencies ``tf[i]`` and field lengths ``lengths[i]``."""
+
+    __slots__ = ("codes", "lengths", "record_ids", "tf")
+
+    def __init__(self, record_ids: Sequence[str], codes: NDArray[np.int64],
+                 tf: NDArray[np.int64], lengths: NDArray[np.int64]) -> None:
+        if not len(record_ids) == len(codes) == len(tf) == len(lengths):
+            raise ValueError("one code, one frequency row and one length row per record id")
+        self.record_ids = list(record_ids)
+        self.codes = codes
+        self.tf = tf.reshape(len(record_ids), _FIELDS)
+        self.lengths = lengths.reshape(len(record_ids), _FIELDS)
+
+    @classmethod
+    def of(cls, coded: Iterable[tuple[int, Posting]]) -> PostingColumns:
+        """Columns of ``(impact code, posting)`` pairs, in the given order."""
+        pairs = list(coded)
+        return cls([p.record_id for _, p in pairs],
+                   np.array([code for code, _ in pairs], dtype=np.int64),
+                   np.array([p.tf for _, p in pairs], dtype=np.int64).reshape(-1, _FIELDS),
+                   np.array([p.lengths for _, p in pairs], dtype=np.int64).reshape(-1, _FIELDS))
+
+    def __len__(self) -> int:
+        return len(self.record_ids)
+
+    @overload
+    def __getitem__(self, index: int) -> Posting: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> PostingColumns: ...
+
+    def __getitem__(self, index: int | slice) -> Posting | PostingColumns:
+        if isinstance(index, slice):
+            return PostingColumns(self.record_ids[index], self.codes[index], self.tf[index],
+                                  self.lengths[index])
+        return Posting(self.record_ids[index], tuple(self.tf[index].tolist()),
+                       tuple(self.lengths[index].tolist()))
+
+    def __iter__(self) -> Iterator[Posting]:
+        for record_id, tf, lengths in zip(self.record_ids, self.tf.tolist(),
+                                          self.lengths.tolist(), strict=True):
+            yield Posting(record_id, tuple(tf), tuple(lengths))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same postings in the same order (a list too)."""
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable arrays: like a list, unhashable
+
+    def __repr__(self) -> str:
+        return f"PostingColumns({list(self)!r})"
+
+    def take(self, index: NDArray[np.intp]) -> PostingColumns:
+        """The postings at the given positions, in that order."""
+        ids = self.record_ids
+        return PostingColumns([ids[i] for i in index.tolist()], self.codes[index],
+                              self.tf[index], self.lengths[index])
+
+    def without(self, record_ids: Collection[str]) -> PostingColumns:
+        """These postings less the given records'."""
+        kept = [i for i, rid in enumerate(self.record_ids) if rid not in record_ids]
+        return self if len(kept) == len(self) else self.take(np.array(kept, dtype=np.intp))
+
+    def plus(self, other: PostingColumns) -> PostingColumns:
+        """These postings, then the other's."""
+        if not len(other):
+            return self
+        return PostingColumns([*self.record_ids, *other.record_ids],
+                              np.concatenate([self.codes, other.codes]),
+                              np.concatenate([self.tf, other.tf]),
+                              np.concatenate([self.lengths, other.lengths]))
+
+    def best(self, limit: int) -> PostingColumns:
+        """The ``limit`` best postings in the order of the stored keys (impact code, then
+        record id, both descending): ``posting_blocks.best`` on columns."""
+        if not len(self):
+            return self
+        # Rank of each id in string order (ids are unique within a term), then one
+        # C-level sort on (code, id rank), descending.
+        id_rank = np.argsort(np.argsort(np.array(self.record_ids, dtype=object), kind="stable"))
+        chosen = np.lexsort((id_rank, self.codes))[::-1][:limit]
+        return self.take(chosen)
+
+    def gains(self, weight: float, averages: Sequence[float],
+              config: RankingConfig) -> tuple[list[str], list[float]]:
+        """Each posting's BM25F gain under a term of idf ``weight`` (the record ids and gains
+        of the postings with a positive pseudo frequency, in order), computed as
+        ``score_map`` computes it: field by field, a field without the term adding nothing."""
+        tf = self.tf.astype(np.float64)
+        lengths = self.lengths.astype(np.float64)
+        pseudo = np.zeros(len(self), dtype=np.float64)
+        part = np.empty(len(self), dtype=np.float64)
+        for i in range(_FIELDS):
+            present = tf[:, i] > 0
+            if not present.any():
+                continue
+            b = config.b[i]
+            norm = (1.0 - b) + (b * lengths[:, i]) / averages[i]
+            part.fill(0.0)
+            np.divide(config.weights[i] * tf[:, i], norm, out=part, where=present)
+            pseudo += part
+        scored = pseudo > 0.0
+        gain = (weight * pseudo) / (config.k1 + pseudo)
+        if bool(scored.all()):
+            return self.record_ids, gain.tolist()
+        kept = np.flatnonzero(scored)
+        return [self.record_ids[i] for i in kept.tolist()], gain[kept].tolist()
