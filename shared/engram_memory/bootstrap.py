@@ -21,6 +21,7 @@ from botocore.config import Config
 
 from engram_memory import invocation_time
 from engram_memory.adapters.clock import SystemClock
+from engram_memory.adapters.dynamodb import fast_items
 from engram_memory.settings import Settings
 
 if TYPE_CHECKING:
@@ -109,8 +110,10 @@ def client(service: str) -> Any:
 
 @per_container
 def dynamodb_client() -> Any:
-    """The container's DynamoDB client."""
-    return client("dynamodb")
+    """The container's DynamoDB client (its items parsed by adapters/dynamodb/fast_items.py)."""
+    dynamodb = client("dynamodb")
+    fast_items.register(dynamodb)
+    return dynamodb
 
 
 @per_container

@@ -197,7 +197,9 @@ def decode_columns(blocks: Sequence[bytes]) -> PostingColumns:
         return PostingColumns.of((e.code, e.posting) for block in blocks for e in decode(block))
     rows = np.frombuffer(data, dtype=_COMPACT_NARROW_DTYPE)
     size = _COMPACT_NARROW.size
-    ids = [_compact_to_id(data[at:at + _ID_BYTES]) for at in range(1, len(data), size)]
+    known = _KNOWN_IDS.get  # most ids were seen by an earlier search: one lookup each
+    ids = [known(raw) or _compact_to_id(raw)
+           for raw in [data[at:at + _ID_BYTES] for at in range(1, len(data), size)]]
     return PostingColumns(ids, rows["code"].astype(np.int64), rows["tf"].astype(np.int64),
                           rows["lengths"].astype(np.int64))
 

@@ -108,15 +108,23 @@ class PostingColumns(Sequence[Posting]):
                               np.concatenate([self.lengths, other.lengths]))
 
     def best(self, limit: int) -> PostingColumns:
-        """The ``limit`` best postings in the order of the stored keys (impact code, then
-        record id, both descending): ``posting_blocks.best`` on columns."""
-        if not len(self):
+        """The ``limit`` best postings by the stored keys' order (impact code, then record
+        id, both descending): the postings ``posting_blocks.best`` returns, kept in read
+        order (scores do not depend on it). A read holds only a block's worth more than it
+        needs, so only the postings tied at the cut are compared by record id."""
+        if len(self) <= limit:
             return self
-        # Rank of each id in string order (ids are unique within a term), then one
-        # C-level sort on (code, id rank), descending.
-        id_rank = np.argsort(np.argsort(np.array(self.record_ids, dtype=object), kind="stable"))
-        chosen = np.lexsort((id_rank, self.codes))[::-1][:limit]
-        return self.take(chosen)
+        if limit <= 0:
+            return self.take(np.zeros(0, dtype=np.intp))
+        cut = int(np.partition(self.codes, len(self) - limit)[len(self) - limit])
+        above = self.codes > cut
+        tied = np.flatnonzero(self.codes == cut).tolist()
+        ids = self.record_ids
+        tied.sort(key=ids.__getitem__, reverse=True)
+        room = limit - int(np.count_nonzero(above))
+        chosen = above
+        chosen[tied[:room]] = True
+        return self.take(np.flatnonzero(chosen))
 
     def gains(self, weight: float, averages: Sequence[float],
               config: RankingConfig) -> tuple[list[str], list[float]]:

@@ -81,12 +81,22 @@ def test_blocks_decode_to_columns_of_the_same_postings_in_the_same_order(
     assert [posting_count(block) for block in blocks] == [len(decode(b)) for b in blocks]
 
 
+def _posting_key(posting: Posting) -> tuple[str, tuple[int, ...], tuple[int, ...]]:
+    return posting.record_id, posting.tf, posting.lengths
+
+
 @relaxed
 @given(some_entries, st.integers(min_value=0, max_value=45))
 def test_the_best_postings_of_columns_are_the_best_of_the_postings(
         entries: list[BlockPosting], limit: int) -> None:
     columns = decode_columns(_blocks(entries))
-    assert columns.best(limit) == best(entries, limit)
+    chosen = columns.best(limit)
+    expected = best(entries, limit)
+    assert sorted(chosen, key=_posting_key) == sorted(expected, key=_posting_key)
+    assert len(chosen) == len(expected)
+    # Kept in read order.
+    positions = [columns.record_ids.index(rid) for rid in chosen.record_ids]
+    assert positions == sorted(positions)
 
 
 @given(narrow)
