@@ -153,7 +153,7 @@ def selected(index: Index, term: str, k: int) -> list[Posting]:
     return found
 
 
-def budgeted(terms: Sequence[str], index: Index, config: RankingConfig) -> list[ScoredRecord]:
+def budgeted(terms: Sequence[str], index: Index, config: RankingConfig) -> Sequence[ScoredRecord]:
     """``impact.score_top_k`` on pre-ordered postings (same selection, read once).
 
     score_top_k sorts each term's postings by impact on every call; with the lists
@@ -167,7 +167,7 @@ def budgeted(terms: Sequence[str], index: Index, config: RankingConfig) -> list[
 
 
 def completed(terms: Sequence[str], index: Index, config: RankingConfig,
-              ranked: list[ScoredRecord]) -> tuple[list[ScoredRecord], int]:
+              ranked: Sequence[ScoredRecord]) -> tuple[Sequence[ScoredRecord], int]:
     """The budgeted ranking with search's score completion; the records it read (the
     best ``completion_cap`` candidates that lack a posting under an open term)."""
     k = config.postings_for(len(terms))
@@ -183,13 +183,13 @@ def completed(terms: Sequence[str], index: Index, config: RankingConfig,
             len(documents))
 
 
-def exhaustive(terms: Sequence[str], index: Index, config: RankingConfig) -> list[ScoredRecord]:
+def exhaustive(terms: Sequence[str], index: Index, config: RankingConfig) -> Sequence[ScoredRecord]:
     """Every posting of every query term, exact df."""
     return score_postings(terms, {t: index.ordered.get(t, []) for t in terms}, index.stats,
                           config)
 
 
-def overlap_at_10(ranked: list[ScoredRecord], reference: list[ScoredRecord]) -> float:
+def overlap_at_10(ranked: Sequence[ScoredRecord], reference: Sequence[ScoredRecord]) -> float:
     """Share of the reference's top 10 found in the ranking's top 10."""
     ref = {h.record_id for h in reference[:10]}
     if not ref:
@@ -197,7 +197,7 @@ def overlap_at_10(ranked: list[ScoredRecord], reference: list[ScoredRecord]) -> 
     return len(ref & {h.record_id for h in ranked[:10]}) / len(ref)
 
 
-def ndcg_vs_reference(ranked: list[ScoredRecord], reference: list[ScoredRecord]) -> float:
+def ndcg_vs_reference(ranked: Sequence[ScoredRecord], reference: Sequence[ScoredRecord]) -> float:
     """nDCG@10 with the reference ranking's scores as gains."""
     gain = {h.record_id: h.score for h in reference}
     dcg = sum(gain.get(h.record_id, 0.0) / math.log2(i + 2) for i, h in enumerate(ranked[:10]))
@@ -206,7 +206,7 @@ def ndcg_vs_reference(ranked: list[ScoredRecord], reference: list[ScoredRecord])
 
 
 def evaluate(index: Index, queries: dict[str, tuple[str, ...]], qrels: dict[str, dict[str, int]],
-             config: RankingConfig, reference: dict[str, list[ScoredRecord]]) -> dict[str, Any]:
+             config: RankingConfig, reference: dict[str, Sequence[ScoredRecord]]) -> dict[str, Any]:
     """The budget's rankings against the exhaustive ones, over every query."""
     overlaps, ndcgs, judged_b, judged_e, read, every = [], [], [], [], [], []
     done_overlap, done_ndcg, done_judged, done_read = [], [], [], []

@@ -16,7 +16,7 @@ import json
 import math
 import random
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engram_memory.domain import impact, ranking, tokenizer
@@ -90,7 +90,7 @@ def _permutation_p(diffs: list[float], trials: int = 5000) -> float:
     return extreme / trials
 
 
-def _metrics(hits: list[ranking.ScoredRecord], rel: dict[str, int]) -> tuple[float, float]:
+def _metrics(hits: Sequence[ranking.ScoredRecord], rel: dict[str, int]) -> tuple[float, float]:
     """nDCG@10 and Recall@100 of one ranked list."""
     dcg = sum((2 ** rel.get(h.record_id, 0) - 1) / math.log2(i + 2)
               for i, h in enumerate(hits[:10]))

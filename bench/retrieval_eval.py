@@ -220,8 +220,8 @@ class ScopeIndex:
 class Channels:
     """Each judged query's two channel rankings, as search computes them before fusion."""
 
-    lexical: dict[str, list[ScoredRecord]] = field(default_factory=dict)
-    semantic: dict[str, list[ScoredRecord]] = field(default_factory=dict)
+    lexical: dict[str, Sequence[ScoredRecord]] = field(default_factory=dict)
+    semantic: dict[str, Sequence[ScoredRecord]] = field(default_factory=dict)
     doc_of: dict[str, str] = field(default_factory=dict)  # record id → document id
     refused: list[str] = field(default_factory=list)
 
