@@ -39,17 +39,32 @@ import base64
 import binascii
 import struct
 import zlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-import numpy as np
-
-from engram_memory.domain.posting_columns import PostingColumns
 from engram_memory.domain.ranking import FIELDS, Posting
 
-__all__ = ["BANDS", "CODE_LIMIT", "SPACING", "BlockChange", "BlockPosting", "band_of", "best",
-           "change", "decode", "decode_columns", "encode", "fewest_blocks", "head_key",
-           "layout", "near_range", "posting_count", "starts_block"]
+__all__ = [
+    "BANDS",
+    "CODE_LIMIT",
+    "COMPACT_NARROW_FORMAT",
+    "SPACING",
+    "BlockChange",
+    "BlockPosting",
+    "band_of",
+    "best",
+    "change",
+    "compact_id_text",
+    "decode",
+    "encode",
+    "fewest_blocks",
+    "head_key",
+    "is_compact_narrow",
+    "layout",
+    "near_range",
+    "posting_count",
+    "starts_block",
+]
 
 BANDS = 32
 """Impact bands per term (a read stops at a band boundary)."""
@@ -69,8 +84,8 @@ _ID_PREFIX = "mem_"
 _ID_BYTES = 32
 _COMPACT_NARROW = struct.Struct(f"<x{_ID_BYTES}s" + _NARROW.format[1:])
 """A whole posting whose header says compact id, narrow numbers: header, id, numbers."""
-_COMPACT_NARROW_DTYPE = np.dtype([("header", "u1"), ("id", f"V{_ID_BYTES}"), ("code", "<u4"),
-                                  ("tf", "u1", (_FIELDS,)), ("lengths", "<u2", (_FIELDS,))])
+COMPACT_NARROW_FORMAT = _COMPACT_NARROW.format
+"""The ``struct`` format of such a posting (``is_compact_narrow`` blocks are runs of it)."""
 _BASE32 = "abcdefghijklmnopqrstuvwxyz234567"  # RFC 4648's alphabet, lower case
 _PAIRS = [_BASE32[n >> 5] + _BASE32[n & 31] for n in range(1024)]
 _PAIR_SHIFTS = tuple(range(250, -1, -10))  # 256 id bits + 4 zero bits = 26 pairs of chars
@@ -133,7 +148,7 @@ def _compact_id(record_id: str) -> bytes | None:
     return raw if len(raw) == _ID_BYTES else None
 
 
-def _compact_to_id(raw: bytes) -> str:
+def compact_id_text(raw: bytes) -> str:
     """``mem_`` + the lower-case unpadded base32 of 32 raw id bytes (what ``_compact_id``
     inverts), by ten-bit pairs of characters; remembered per process."""
     found = _KNOWN_IDS.get(raw)
@@ -173,7 +188,7 @@ def encode(entries: Iterable[BlockPosting]) -> bytes:
     return b"".join(_encode_one(entry) for entry in ordered)
 
 
-def _all_compact_narrow(data: bytes) -> bool:
+def is_compact_narrow(data: bytes) -> bool:
     """Whether every posting of ``data`` is a compact id with narrow numbers (nearly every
     block): then postings are fixed-size records, each starting with header 127. Exact: a
     first header of 127 fixes the first posting's size, so the next header sits at the next
@@ -185,31 +200,16 @@ def _all_compact_narrow(data: bytes) -> bool:
 
 def posting_count(data: bytes) -> int:
     """How many postings a block holds."""
-    return len(data) // _COMPACT_NARROW.size if _all_compact_narrow(data) else len(decode(data))
-
-
-def decode_columns(blocks: Sequence[bytes]) -> PostingColumns:
-    """The postings of these blocks, in their stored order, as columns (what a search
-    scores). Blocks of compact ids with narrow numbers are read as one array, no object
-    per posting; any other block is decoded posting by posting."""
-    data = b"".join(blocks)
-    if not _all_compact_narrow(data):
-        return PostingColumns.of((e.code, e.posting) for block in blocks for e in decode(block))
-    rows = np.frombuffer(data, dtype=_COMPACT_NARROW_DTYPE)
-    size = _COMPACT_NARROW.size
-    known = _KNOWN_IDS.get  # most ids were seen by an earlier search: one lookup each
-    ids = [known(raw) or _compact_to_id(raw)
-           for raw in [data[at:at + _ID_BYTES] for at in range(1, len(data), size)]]
-    return PostingColumns(ids, rows["code"].astype(np.int64), rows["tf"].astype(np.int64),
-                          rows["lengths"].astype(np.int64))
+    return len(data) // _COMPACT_NARROW.size if is_compact_narrow(data) else len(decode(data))
 
 
 def decode(data: bytes) -> list[BlockPosting]:
     """The postings of a block, in its stored (canonical) order."""
-    if _all_compact_narrow(data):
+    if is_compact_narrow(data):
         # Every posting a compact id with narrow numbers (nearly every block): one
         # fixed-size record each, unpacked in C.
-        return [BlockPosting(n[1], Posting(_compact_to_id(n[0]), n[2:2 + _FIELDS], n[2 + _FIELDS:]))
+        return [BlockPosting(n[1], Posting(compact_id_text(n[0]), n[2:2 + _FIELDS],
+                                           n[2 + _FIELDS:]))
                 for n in _COMPACT_NARROW.iter_unpack(data)]
     found: list[BlockPosting] = []
     view = memoryview(data)
@@ -219,7 +219,7 @@ def decode(data: bytes) -> list[BlockPosting]:
         at += 1
         size = header & 0x7F
         if size == _COMPACT_ID:
-            record_id = _compact_to_id(bytes(view[at:at + _ID_BYTES]))
+            record_id = compact_id_text(bytes(view[at:at + _ID_BYTES]))
             at += _ID_BYTES
         else:
             if size == _LONG_ID:

@@ -14,11 +14,18 @@ same IEEE operations in the same order (tested against it, property-based).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, overload
 
 import numpy as np
 
+from engram_memory.domain.posting_blocks import (
+    COMPACT_NARROW_FORMAT,
+    compact_id_text,
+    decode,
+    is_compact_narrow,
+)
 from engram_memory.domain.ranking import FIELDS, Posting
 
 if TYPE_CHECKING:
@@ -26,9 +33,15 @@ if TYPE_CHECKING:
 
     from engram_memory.domain.ranking import RankingConfig
 
-__all__ = ["PostingColumns"]
+__all__ = ["PostingColumns", "decode_columns"]
 
 _FIELDS = len(FIELDS)
+_ID_BYTES = 32
+_COMPACT_NARROW = np.dtype([("header", "u1"), ("id", f"V{_ID_BYTES}"), ("code", "<u4"),
+                            ("tf", "u1", (_FIELDS,)), ("lengths", "<u2", (_FIELDS,))])
+"""``posting_blocks.COMPACT_NARROW_FORMAT`` as a numpy record (checked equal on import)."""
+if _COMPACT_NARROW.itemsize != struct.calcsize(COMPACT_NARROW_FORMAT):
+    raise ImportError("posting_columns does not match the posting layout of posting_blocks")
 
 
 class PostingColumns(Sequence[Posting]):
@@ -150,3 +163,17 @@ class PostingColumns(Sequence[Posting]):
             return self.record_ids, gain.tolist()
         kept = np.flatnonzero(scored)
         return [self.record_ids[i] for i in kept.tolist()], gain[kept].tolist()
+
+
+def decode_columns(blocks: Sequence[bytes]) -> PostingColumns:
+    """The postings of these blocks (``posting_blocks`` bytes), in their stored order, as
+    columns. Blocks of compact ids with narrow numbers (nearly all) are read as one array,
+    no object per posting; any other block is decoded posting by posting."""
+    data = b"".join(blocks)
+    if not is_compact_narrow(data):
+        return PostingColumns.of((e.code, e.posting) for block in blocks for e in decode(block))
+    rows = np.frombuffer(data, dtype=_COMPACT_NARROW)
+    size = _COMPACT_NARROW.itemsize
+    ids = [compact_id_text(data[at:at + _ID_BYTES]) for at in range(1, len(data), size)]
+    return PostingColumns(ids, rows["code"].astype(np.int64), rows["tf"].astype(np.int64),
+                          rows["lengths"].astype(np.int64))

@@ -24,8 +24,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, overload, runtime_checkable
 
-import numpy as np
-
 from engram_memory.domain.canonical import DigestKind, digest
 from engram_memory.domain.tokenizer import TOKENIZER_VERSION, query_terms, term_frequencies
 
@@ -200,8 +198,9 @@ class Ranking(Sequence[ScoredRecord]):
 
     def __init__(self, scores: Mapping[str, float]) -> None:
         self._ids = list(scores)
-        self._scores = np.fromiter(scores.values(), dtype=np.float64, count=len(self._ids))
-        self._by_score: list[int] = np.argsort(-self._scores, kind="stable").tolist()
+        self._scores = list(scores.values())
+        self._by_score = sorted(range(len(self._ids)), key=self._scores.__getitem__,
+                                reverse=True)
         self._ranked: list[ScoredRecord] = []
         self._taken = 0
 
@@ -210,11 +209,11 @@ class Ranking(Sequence[ScoredRecord]):
         ids, values, by_score, size = self._ids, self._scores, self._by_score, len(self._ids)
         while len(self._ranked) < stop and self._taken < size:
             first = by_score[self._taken]
-            rounded = round(float(values[first]), SCORE_DECIMALS)
+            rounded = round(values[first], SCORE_DECIMALS)
             tied = [ids[first]]
             self._taken += 1
             while self._taken < size and round(
-                    float(values[by_score[self._taken]]), SCORE_DECIMALS) == rounded:
+                    values[by_score[self._taken]], SCORE_DECIMALS) == rounded:
                 tied.append(ids[by_score[self._taken]])
                 self._taken += 1
             tied.sort()

@@ -17,11 +17,10 @@ from engram_memory.domain.posting_blocks import (
     BlockPosting,
     best,
     decode,
-    decode_columns,
     layout,
     posting_count,
 )
-from engram_memory.domain.posting_columns import PostingColumns
+from engram_memory.domain.posting_columns import PostingColumns, decode_columns
 from engram_memory.domain.ranking import (
     SCORE_DECIMALS,
     CorpusStats,

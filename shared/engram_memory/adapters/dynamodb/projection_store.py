@@ -57,7 +57,6 @@ from engram_memory.domain.posting_blocks import (
     SPACING,
     BlockPosting,
     decode,
-    decode_columns,
     layout,
     posting_count,
 )
@@ -332,6 +331,9 @@ class DynamoProjectionStore:
         if len(self._last_reads) >= _REMEMBERED_TERMS:
             self._last_reads.clear()
         self._last_reads[(pk, limit)] = reader.needed
+        # Imported here: numpy is for search's reads, not the projector's cold start.
+        from engram_memory.domain.posting_columns import decode_columns
+
         return decode_columns(reader.data).best(limit)
 
     def postings_for_terms(self, scope: Scope, terms: Sequence[str],
