@@ -210,14 +210,16 @@ class Ranking(Sequence[ScoredRecord]):
         while len(self._ranked) < stop and self._taken < size:
             first = by_score[self._taken]
             rounded = round(values[first], SCORE_DECIMALS)
-            tied = [ids[first]]
+            tied = [(ids[first], rounded)]
             self._taken += 1
-            while self._taken < size and round(
-                    values[by_score[self._taken]], SCORE_DECIMALS) == rounded:
-                tied.append(ids[by_score[self._taken]])
+            while self._taken < size:
+                value = round(values[by_score[self._taken]], SCORE_DECIMALS)
+                if value != rounded:
+                    break
+                tied.append((ids[by_score[self._taken]], value))
                 self._taken += 1
-            tied.sort()
-            self._ranked.extend(ScoredRecord(rid, rounded) for rid in tied)
+            tied.sort(key=lambda pair: pair[0])
+            self._ranked.extend(ScoredRecord(rid, value) for rid, value in tied)
 
     def __len__(self) -> int:
         return len(self._ids)
@@ -230,9 +232,10 @@ class Ranking(Sequence[ScoredRecord]):
 
     def __getitem__(self, index: int | slice) -> ScoredRecord | list[ScoredRecord]:
         if isinstance(index, slice):
-            start, stop, _ = index.indices(len(self))
-            self._rank_to(stop if start < stop else 0)
-            return self._ranked[index]
+            start, stop, step = index.indices(len(self))
+            self._rank_to(stop if step > 0 else start + 1)
+            # Indices made absolute: the ranked prefix may be shorter than the whole.
+            return [self._ranked[i] for i in range(start, stop, step)]
         self._rank_to(len(self) if index < 0 else index + 1)
         return self._ranked[index]
 
@@ -240,8 +243,8 @@ class Ranking(Sequence[ScoredRecord]):
         position = 0
         while position < len(self):
             self._rank_to(position + 1)
-            yield from self._ranked[position:]
-            position = len(self._ranked)
+            yield self._ranked[position]
+            position += 1
 
     def __eq__(self, other: object) -> bool:
         """Equal to a sequence of the same ranked records (a list too)."""

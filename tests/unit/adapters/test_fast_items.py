@@ -98,6 +98,12 @@ def test_a_registered_client_reads_what_an_unregistered_one_does(
         plain = boto3.client("dynamodb", region_name="us-east-1")
         fast = boto3.client("dynamodb", region_name="us-east-1")
         fast_items.register(fast)
+        taken: list[str] = []  # the hook fired: the items came from it, not from botocore
+        fast.meta.events.register("after-call.dynamodb", lambda **_: None)
+        real = fast_items._take_items
+        monkeypatch.setattr(fast_items, "_take_items",
+                            lambda operation, body: taken.append(operation) or real(operation,
+                                                                                   body))
         plain.create_table(TableName="t", BillingMode="PAY_PER_REQUEST",
                            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
                                       {"AttributeName": "sk", "KeyType": "RANGE"}],
@@ -121,3 +127,4 @@ def test_a_registered_client_reads_what_an_unregistered_one_does(
             TableName="t", Key=key)["Item"]
         assert "Item" not in fast.get_item(TableName="t", Key={"pk": {"S": "p"},
                                                                "sk": {"S": "9"}})
+        assert taken == ["Query", "BatchGetItem", "GetItem", "GetItem"]

@@ -91,6 +91,8 @@ def test_the_best_postings_of_columns_are_the_best_of_the_postings(
     columns = decode_columns(_blocks(entries))
     chosen = columns.best(limit)
     expected = best(entries, limit)
+    stats = CorpusStats(1000, (900, 800, 700, 600, 500))
+    assert score_map(["t"], {"t": chosen}, stats) == score_map(["t"], {"t": expected}, stats)
     assert sorted(chosen, key=_posting_key) == sorted(expected, key=_posting_key)
     assert len(chosen) == len(expected)
     # Kept in read order.
@@ -109,7 +111,6 @@ def test_columns_compare_equal_to_the_list_of_their_postings(entries: list[Block
     assert columns[1:3] == postings[1:3]
 
 
-averages = st.tuples(*[st.floats(min_value=0.5, max_value=500.0)] * 5)
 configs = st.builds(
     RankingConfig,
     k1=st.floats(min_value=0.1, max_value=4.0),
@@ -154,10 +155,18 @@ def _reference(partial: dict[str, float]) -> list[ScoredRecord]:
     return [ScoredRecord(rid, round(score, SCORE_DECIMALS)) for rid, score in ranked]
 
 
-@given(scores, st.integers(min_value=0, max_value=70), st.integers(min_value=-70, max_value=70))
+@given(scores, st.integers(min_value=0, max_value=70), st.integers(min_value=-70, max_value=70),
+       st.slices(70))
 def test_a_ranking_read_in_part_is_the_full_sort_of_rounded_scores(
-        partial: dict[str, float], stop: int, index: int) -> None:
+        partial: dict[str, float], stop: int, index: int, part: slice) -> None:
     reference = _reference(partial)
+    assert order(partial)[part] == reference[part]  # any slice, negative steps too
+    interleaved = order(partial)  # iterated while other reads rank further
+    walked = []
+    for position, hit in enumerate(interleaved):
+        walked.append(hit)
+        interleaved[min(len(reference) - 1, position + 2)]
+    assert walked == reference
     assert order(partial)[:stop] == reference[:stop]
     if -len(reference) <= index < len(reference):
         assert order(partial)[index] == reference[index]
