@@ -311,7 +311,8 @@ class DynamoProjectionStore:
 
     def postings(self, scope: Scope, term: str, limit: int) -> Sequence[Posting]:
         """The term's ``limit`` best postings: its blocks in descending key order (impact
-        band, then record id) until at least ``limit`` postings are read, sorted.
+        band, then record id) until at least ``limit`` postings are read, the best chosen
+        as columns (``domain/posting_columns.py``; kept in read order).
 
         The page size is the number of blocks the last read of this term and limit needed
         to hold ``limit`` postings (remembered per process, an eighth more; a warm
