@@ -37,7 +37,10 @@ from tests.support.host_tokens import (
     public_pem,
 )
 
-WINDOW_SECONDS = 3
+# Long enough for an approved call's few steps under a loaded CI box (at 3 s a test's
+# approved forget after a DIGEST_CONFLICT once found the window closed), short enough for
+# the tests that wait for it to close.
+WINDOW_SECONDS = 10
 ISSUER = "https://host.example.test"
 AUDIENCE = "engram-memory-gate-tests"
 _HOST_KEY = generate_host_key()
