@@ -22,7 +22,6 @@ import numpy as np
 
 from engram_memory.domain.posting_blocks import (
     COMPACT_NARROW_FORMAT,
-    compact_id_text,
     decode,
     is_compact_narrow,
 )
@@ -173,7 +172,32 @@ def decode_columns(blocks: Sequence[bytes]) -> PostingColumns:
     if not is_compact_narrow(data):
         return PostingColumns.of((e.code, e.posting) for block in blocks for e in decode(block))
     rows = np.frombuffer(data, dtype=_COMPACT_NARROW)
-    size = _COMPACT_NARROW.itemsize
-    ids = [compact_id_text(data[at:at + _ID_BYTES]) for at in range(1, len(data), size)]
-    return PostingColumns(ids, rows["code"].astype(np.int64), rows["tf"].astype(np.int64),
-                          rows["lengths"].astype(np.int64))
+    raw = np.frombuffer(data, dtype=np.uint8).reshape(len(rows), _COMPACT_NARROW.itemsize)
+    return PostingColumns(_id_texts(raw[:, 1:1 + _ID_BYTES]), rows["code"].astype(np.int64),
+                          rows["tf"].astype(np.int64), rows["lengths"].astype(np.int64))
+
+
+# Base32 by ten-bit pairs of characters, little-endian so a uint16 holds them in text order.
+_PAIRS = np.array([_c | (_d << 8) for _c in b"abcdefghijklmnopqrstuvwxyz234567"
+                   for _d in b"abcdefghijklmnopqrstuvwxyz234567"], dtype="<u2")
+_PAIR_SHIFTS = np.array([30, 20, 10, 0], dtype=np.uint64)
+_GROUPED = [g * 8 + 3 + i for g in range(7) for i in range(5)][:_ID_BYTES]
+"""Where each id byte goes when 35 bytes (the 32, zero padded) are seven big-endian 40-bit
+groups, each in the low five bytes of a uint64."""
+
+
+def _id_texts(raw: NDArray[np.uint8]) -> list[str]:
+    """``posting_blocks.compact_id_text`` of each row of 32 id bytes, all at once: the
+    ``mem_`` ids of a read's postings (a Python loop over 8,000 ids cost ≈ 20 ms, this ≈ 3;
+    the same text, tested). Each 40-bit group is four pairs of base32 characters; the 260
+    bits of 7 groups past the id's 256 are zero, so its 52 characters are the first 52."""
+    count = len(raw)
+    groups = np.zeros((count, 56), dtype=np.uint8)
+    groups[:, _GROUPED] = raw
+    values = groups.view(">u8")  # (count, 7)
+    pairs = _PAIRS[(values[:, :, None] >> _PAIR_SHIFTS) & 1023]  # (count, 7, 4)
+    text = np.empty((count, 57), dtype=np.uint8)
+    text[:, :4] = np.frombuffer(b"mem_", dtype=np.uint8)
+    text[:, 4:56] = pairs.reshape(count, 28).view(np.uint8)[:, :52]
+    text[:, 56] = ord("\n")
+    return text.tobytes().decode("ascii").split("\n")[:count]

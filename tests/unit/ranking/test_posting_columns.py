@@ -41,7 +41,14 @@ def _record_id(seed: str) -> str:
     return "mem_" + base64.b32encode(raw).decode().rstrip("=").lower()
 
 
-product_ids = st.text(min_size=1, max_size=12).map(_record_id)
+def _raw_id(raw: bytes) -> str:
+    return "mem_" + base64.b32encode(raw).decode().rstrip("=").lower()
+
+
+# Any 32 bytes, the all-zero and all-one ids among them (search turns ids to text in bulk).
+product_ids = st.one_of(st.text(min_size=1, max_size=12).map(_record_id),
+                        st.binary(min_size=32, max_size=32).map(_raw_id),
+                        st.sampled_from([_raw_id(b"\0" * 32), _raw_id(b"\xff" * 32)]))
 record_ids = st.one_of(product_ids, st.text(min_size=1, max_size=40))
 small = st.integers(min_value=0, max_value=255)
 
