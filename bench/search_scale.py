@@ -46,13 +46,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import gc
+import json
 import math
 import os
 import random
 import statistics
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from itertools import accumulate
+from pathlib import Path
 from typing import Any, cast
 
 BASE_ENV = {
@@ -335,6 +340,54 @@ def round_trips(handler: Any, events: list[dict[str, Any]]) -> list[int]:
     return found
 
 
+def search_event(corpus: Corpus, ranks: tuple[int, ...]) -> dict[str, Any]:
+    """The search Lambda's event for the words of these vocabulary ranks."""
+    context = {"tenant_id": "bench", "workspace_id": "main", "principal": "bench",
+               "agent_id": "bench", "session_id": "bench", "purpose_ref": PURPOSE,
+               "audit_id": "bench", "deadline_ms": 4_102_444_800_000,
+               "capabilities": ["search"]}
+    query = " ".join(corpus.words[r] for r in ranks)
+    return {"tool": "search", "context": context,
+            "arguments": {"query": query, "purpose_ref": PURPOSE, "limit": 10}}
+
+
+def replayed(corpus: Corpus, cap: int, rounds: int) -> dict[str, float]:
+    """Handler CPU p50/p95 with moto out of the process (bench/handler_replay.py): the
+    query set run once recording every answer, then replayed ``rounds`` times."""
+    from engram_memory import bootstrap
+    from engram_memory.composition import search as search_root
+    from engram_memory.local.inprocess_invoker import (
+        LocalLambdaContext,
+        default_functions_dir,
+        load_handler,
+    )
+    from handler_replay import Recorder
+
+    handler = load_handler(default_functions_dir(), "search")
+    assert handler is not None
+    events = [search_event(corpus, ranks) for ranks in QUERY_RANKS]
+    # A search sizes its block reads on the term's last read (remembered per process): the
+    # replaying process starts without them, so the set is recorded cold, then warm.
+    search_root.service()._projection._last_reads.clear()
+    with Recorder(bootstrap.dynamodb_client()) as recorder:
+        for _ in range(2):
+            for event in events:
+                handler(event, LocalLambdaContext(function_name="search"))
+    env = {**BASE_ENV, "ENGRAM_SEARCH_POSTINGS_PER_TERM":
+           os.environ["ENGRAM_SEARCH_POSTINGS_PER_TERM"]}
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "recording.json"
+        path.write_text(json.dumps({"env": env, "events": events, "cap": cap,
+                                    "answers": recorder.answers}))
+        done = subprocess.run(
+            [sys.executable, str(Path(__file__).with_name("handler_replay.py")), str(path),
+             str(rounds)], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise SystemExit(f"replay failed: {done.stderr[-2000:]}")
+    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
 def measure(corpus: Corpus, rounds: int, calls: list[int], read: list[int],
             meter: CostMeter | None = None, delay_ms: float = 0.0) -> dict[str, float]:
     """Run the fixed query set ``rounds`` times through the search handler."""
@@ -348,10 +401,6 @@ def measure(corpus: Corpus, rounds: int, calls: list[int], read: list[int],
 
     handler = load_handler(default_functions_dir(), "search")
     assert handler is not None
-    context = {"tenant_id": "bench", "workspace_id": "main", "principal": "bench",
-               "agent_id": "bench", "session_id": "bench", "purpose_ref": PURPOSE,
-               "audit_id": "bench", "deadline_ms": 4_102_444_800_000,
-               "capabilities": ["search"]}
     latencies: list[float] = []
     per_search: list[int] = []
     postings: list[int] = []
@@ -366,9 +415,7 @@ def measure(corpus: Corpus, rounds: int, calls: list[int], read: list[int],
     try:
         for _ in range(rounds):
             for ranks in QUERY_RANKS:
-                query = " ".join(corpus.words[r] for r in ranks)
-                event = {"tool": "search", "context": context,
-                         "arguments": {"query": query, "purpose_ref": PURPOSE, "limit": 10}}
+                event = search_event(corpus, ranks)
                 calls[0] = read[0] = 0
                 cpu = time.process_time()
                 started = time.perf_counter()
@@ -390,10 +437,7 @@ def measure(corpus: Corpus, rounds: int, calls: list[int], read: list[int],
     finally:
         counter.detach()
     latencies.sort()
-    trips = round_trips(handler, [
-        {"tool": "search", "context": context, "arguments": {
-            "query": " ".join(corpus.words[r] for r in ranks), "purpose_ref": PURPOSE,
-            "limit": 10}} for ranks in QUERY_RANKS])
+    trips = round_trips(handler, [search_event(corpus, ranks) for ranks in QUERY_RANKS])
     own_cpu.sort()
     return {
         "trips_mean": statistics.mean(trips),
@@ -430,6 +474,9 @@ def main() -> None:
     parser.add_argument("--collect-stand-in", action="store_true",
                         help="leave moto's loaded tables to the garbage collector (before "
                              "2026-12-07: full collections walked them inside searches)")
+    parser.add_argument("--replay", action="store_true",
+                        help="also the handler's CPU replayed without moto in its process "
+                             "(bench/handler_replay.py)")
     parser.add_argument("--completion-caps", default="",
                         help="measure each size once per completion cap, e.g. 0,200 "
                              "(default: the deployed cap)")
@@ -494,13 +541,14 @@ def main() -> None:
             for cap in caps:
                 service._completion._config = dataclasses.replace(config, completion_cap=cap)
                 r = measure(corpus, args.rounds, calls, read, meter, args.aws_delay_ms)
-                rows.append(row(size, load_s, cap, r, vector_ms))
+                replay = replayed(corpus, cap, args.rounds) if args.replay else None
+                rows.append(row(size, load_s, cap, r, vector_ms, replay))
             print(f"... {size} records measured", flush=True)
         headers = ["records", "load s", "completion cap", "searches", "p50 ms", "p95 ms",
                    "p99 ms", "handler CPU p50 ms", "handler CPU p95 ms", "moto + hooks CPU p50 ms",
                    "round trips (delay)", "round trips (50 ms)", "DynamoDB calls",
                    "read units (computed)", "postings read", "candidates",
-                   "vector query ms"]
+                   "vector query ms", "replayed handler CPU p50 / p95 ms"]
         print("| " + " | ".join(headers) + " |")
         print("|" + "---|" * len(headers))
         for line in rows:
@@ -508,7 +556,7 @@ def main() -> None:
 
 
 def row(size: int, load_s: float, cap: int, r: dict[str, float],
-        vector_ms: float) -> list[str]:
+        vector_ms: float, replay: dict[str, float] | None = None) -> list[str]:
     """One table row of a size measured under one completion cap."""
     return [f"{size}", f"{load_s:.0f}", f"{cap}", f"{r['searches']:.0f}",
             f"{r['p50']:.1f}", f"{r['p95']:.1f}", f"{r['p99']:.1f}",
@@ -518,7 +566,8 @@ def row(size: int, load_s: float, cap: int, r: dict[str, float],
             f"{r['calls_mean']:.1f} (max {r['calls_max']:.0f})",
             f"{r['units_mean']:.1f} (max {r['units_max']:.1f})",
             f"{r['postings_mean']:.0f} (max {r['postings_max']:.0f})",
-            f"{r['candidates_mean']:.0f}", f"{vector_ms:.1f}"]
+            f"{r['candidates_mean']:.0f}", f"{vector_ms:.1f}",
+            f"{replay['p50']:.1f} / {replay['p95']:.1f}" if replay else "–"]
 
 
 if __name__ == "__main__":
