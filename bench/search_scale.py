@@ -1,11 +1,12 @@
 """Search latency, DynamoDB calls, round trips and postings read per search at 1k/10k/50k.
 
 Run: ``.venv/bin/python bench/search_scale.py [--sizes 1000,10000,50000] [--rounds 3]
-[--k 1000] [--aws-delay-ms 5] [--completion-caps 0,200]`` (``--k``: postings read per query
+[--k 1000] [--aws-delay-ms 5] [--completion-caps 0,200] [--replay]`` (``--k``: postings read per query
 term, ENGRAM_SEARCH_POSTINGS_PER_TERM; ``--aws-delay-ms``: a fixed delay slept in every AWS
 call's ``before-call``, the network round trip moto does not have; ``--completion-caps``:
 each size is measured once per score-completion cap, on the same data, 0 = no completion,
-default the deployed cap only).
+default the deployed cap only; ``--replay``: also the handler's CPU in a fresh interpreter
+without moto, every call answered from a recording of moto's answers, bench/handler_replay.py).
 
 Design costs apart from the stand-in's (issue 25 item 1), per size: p50/p95/p99 of the
 search handler; sequential round trips of each timed search (bench/aws_calls.py, with the
@@ -368,7 +369,7 @@ def replayed(corpus: Corpus, cap: int, rounds: int) -> dict[str, float]:
     events = [search_event(corpus, ranks) for ranks in QUERY_RANKS]
     # A search sizes its block reads on the term's last read (remembered per process): the
     # replaying process starts without them, so the set is recorded cold, then warm.
-    search_root.service()._projection._last_reads.clear()
+    cast(Any, search_root.service()._projection)._last_reads.clear()
     with Recorder(bootstrap.dynamodb_client()) as recorder:
         for _ in range(2):
             for event in events:
