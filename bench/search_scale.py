@@ -1,12 +1,13 @@
 """Search latency, DynamoDB calls, round trips and postings read per search at 1k/10k/50k.
 
-Run: ``.venv/bin/python bench/search_scale.py [--sizes 1000,10000,50000] [--rounds 3]
-[--k 1000] [--aws-delay-ms 5] [--completion-caps 0,200] [--replay]`` (``--k``: postings read per query
-term, ENGRAM_SEARCH_POSTINGS_PER_TERM; ``--aws-delay-ms``: a fixed delay slept in every AWS
-call's ``before-call``, the network round trip moto does not have; ``--completion-caps``:
-each size is measured once per score-completion cap, on the same data, 0 = no completion,
-default the deployed cap only; ``--replay``: also the handler's CPU in a fresh interpreter
-without moto, every call answered from a recording of moto's answers, bench/handler_replay.py).
+Run: ``.venv/bin/python bench/search_scale.py [--sizes 1000,10000,50000] [--rounds 3] [--k
+1000] [--aws-delay-ms 5] [--completion-caps 0,200] [--replay]`` (``--k``: postings read per
+query term, ENGRAM_SEARCH_POSTINGS_PER_TERM; ``--aws-delay-ms``: a fixed delay slept in
+every AWS call's ``before-call``, the network round trip moto does not have;
+``--completion-caps``: each size is measured once per score-completion cap, on the same
+data, 0 = no completion, default the deployed cap only; ``--replay``: also the handler's CPU
+in a fresh interpreter without moto, every call answered from a recording of moto's answers,
+bench/handler_replay.py).
 
 Design costs apart from the stand-in's (issue 25 item 1), per size: p50/p95/p99 of the
 search handler; sequential round trips of each timed search (bench/aws_calls.py, with the
