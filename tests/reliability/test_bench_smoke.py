@@ -36,7 +36,7 @@ RANKERS = ("lexical: BM25F", "semantic alone", "hybrid: lexical_and_semantic",
 ARGS = {"tool_latency.py": ["--aws-delay-ms", "5"],
         # No --quick: two tiny sizes, one round, with the simulated network.
         "search_scale.py": ["--sizes", "100,200", "--rounds", "1", "--aws-delay-ms", "5",
-                            "--completion-caps", "0,200"],
+                            "--completion-caps", "0,200", "--replay"],
         "budget_quality.py": ["--records", "1500", "--budgets", "1000,4000"],
         "backup_memory.py": ["--sizes", "200"],  # a header, the export and the restore
         "projector_write_units.py": ["--sizes", "100,200", "--records", "4", "--forgets", "2",
@@ -104,6 +104,11 @@ def test_the_bench_runs_quickly_and_prints_its_table(
         # One writer: no transaction of the projector's path may have been cancelled.
         assert _column(rows, "layout") == ["new", "new"], stdout
         assert _column(rows, "cancelled") == ["0", "0"], stdout
+    if script == "search_scale.py":
+        # Every size and cap replayed without moto (each call answered from the recording).
+        replayed = _column(rows, "replayed handler CPU p50 / p95 ms")
+        assert len(replayed) == 4, stdout
+        assert all(" / " in cell for cell in replayed), stdout
     if script == "throughput.py":
         # Contended captures retry inside the service (issue 25): no agent is shed.
         assert "FENCE_LOST" not in "\n".join(rows), stdout
