@@ -12,9 +12,10 @@ local store of a few hundred records became unusable.
 
 ``prepare_moto_dynamodb`` (the local service calls it before starting moto) makes moto
 serve one DynamoDB request at a time, as DynamoDB is serializable, then removes both
-costs. Every shim keeps moto's own request parsing, conditions, updates, paging and
-responses; tests/reliability/test_moto_dynamodb_shims.py runs one scenario on shimmed and
-plain moto and requires identical answers. The ``mock_aws`` test tiers run moto as it
+costs, and writes the reads' answers in one pass (``moto_read_answers``). Every shim
+keeps moto's own request parsing, conditions, updates and paging;
+tests/reliability/test_moto_dynamodb_shims.py runs scenarios on shimmed and plain moto
+and requires identical answers. The ``mock_aws`` test tiers run moto as it
 ships (with a request lock of their own, tests/integration/conftest.py).
 """
 
@@ -24,6 +25,7 @@ import copy as std_copy
 import types
 from typing import Any
 
+from engram_memory.local import moto_read_answers
 from engram_memory.local.request_turns import RequestTurns, is_long
 
 _TURNS = RequestTurns()
@@ -31,13 +33,15 @@ _INSTALLED: set[str] = set()
 
 
 def prepare_moto_dynamodb(*, cache_partition_order: bool = False) -> None:
-    """Install all three shims, process-wide and idempotent (the first call's flag wins).
+    """Install the shims, process-wide and idempotent (the first call's flag wins); the
+    reads' answers are written in one pass (``moto_read_answers``).
 
     See ``query_reads_one_partition`` for ``cache_partition_order`` (bench loads only).
     """
     serialize_requests()
     check_conditions_before_applying()
     query_reads_one_partition(cache_order=cache_partition_order)
+    moto_read_answers.install()
 
 
 def serialize_requests() -> None:
