@@ -198,6 +198,15 @@ with mock_aws():
     db.put_item(TableName="r", Item={**key("001"), "v": {"B": b"\x09"}}, ReturnValues="ALL_OLD")
     db.update_item(TableName="r", Key=key("002"), UpdateExpression="SET w = :w",
                    ExpressionAttributeValues={":w": {"BS": [b"\x0a"]}}, ReturnValues="ALL_NEW")
+    # A partition's kept order follows puts that replace an item and deletes.
+    for forward in (True, False):
+        db.query(TableName="r", KeyConditionExpression="pk = :p", Limit=3,
+                 ExpressionAttributeValues={":p": {"S": "P"}}, ScanIndexForward=forward)
+    db.delete_item(TableName="r", Key=key("000"))
+    db.put_item(TableName="r", Item={**key("000a"), "v": {"S": "new"}})
+    for forward in (True, False):
+        db.query(TableName="r", KeyConditionExpression="pk = :p", Limit=3,
+                 ExpressionAttributeValues={":p": {"S": "P"}}, ScanIndexForward=forward)
     try:
         db.get_item(TableName="absent", Key=key("001"))
     except ClientError:
@@ -217,7 +226,9 @@ def test_shimmed_moto_writes_every_read_answer_as_moto_does() -> None:
     assert shimmed["two_pass_reads"] == 0
     assert plain["two_pass_reads"] == 9
     answers = [body for _, body in plain["wire"]]
-    assert len(answers) == 12
+    assert len(answers) == 18
+    assert answers[11]["Items"][1]["v"] == {"B": "CQ=="}  # the replaced item, as it is now
+    assert [i["sk"]["S"] for i in answers[15]["Items"]] == ["000a", "001", "002"]
     assert len(answers[0]["Item"]["b"]["B"]) > 50  # a binary attribute, base64
     assert answers[1] == {}  # a missing item
     assert answers[2]["ConsumedCapacity"] == {"TableName": "r", "CapacityUnits": 0.5}

@@ -22,6 +22,7 @@ ships (with a request lock of their own, tests/integration/conftest.py).
 from __future__ import annotations
 
 import copy as std_copy
+import operator
 import types
 from typing import Any
 
@@ -162,8 +163,18 @@ def _cancellation_reasons(backend: Any, transact_items: list[dict[str, Any]]
     return reasons
 
 
-_PARTITION_ORDER: dict[tuple[int, Any], tuple[int, list[Any]]] = {}
-"""Per (table, partition): its item count and items in key order (``cache_order`` only)."""
+_PARTITION_ORDER: dict[tuple[int, Any], tuple[list[Any], list[Any]]] = {}
+"""Per (table, partition): its items as stored when sorted, and the same in key order."""
+_ORDERED_PARTITIONS = 4096
+
+
+def _still_ordered(seen: list[Any], items: dict[Any, Any], *, by_count: bool) -> bool:
+    """Whether the partition holds the very item objects it held when sorted (a put or a
+    delete replaces or removes one; an update changes one in place, never its key), or
+    with ``by_count`` only as many (loads that only add)."""
+    if len(seen) != len(items):
+        return False
+    return by_count or all(map(operator.is_, items.values(), seen))
 
 
 def forget_partition_order() -> None:
@@ -178,12 +189,13 @@ def query_reads_one_partition(*, cache_order: bool = False) -> None:
     moto answers a base-table Query by sorting *every* item of the table and filtering on
     the hash key. This hands moto's own query code just the partition's items (for a
     ``BETWEEN`` key condition only the partition's items in range; index queries are
-    untouched). With ``cache_order`` (for loads that only ever add items, as
-    bench/search_scale.py does) each partition's sorted order is kept until its size
-    changes, and a Query with ``Limit`` but no start key or range condition is handed only
-    the first ``Limit`` items in the requested direction, as DynamoDB reads them (and one
-    more, so that moto answers ``LastEvaluatedKey`` when there is more). A load that
-    rewrites items in place (posting blocks do) calls ``forget_partition_order`` after it.
+    untouched). Each partition's sorted order is kept while it holds the same item objects,
+    and a Query with ``Limit`` but no start key or range condition is handed only the first
+    ``Limit`` items in the requested direction, as DynamoDB reads them (and one more, so
+    that moto answers ``LastEvaluatedKey`` when there is more). With ``cache_order`` (for
+    loads that only ever add items, as bench/search_scale.py does) the order is kept until
+    the partition's size changes; a load that rewrites items in place (posting blocks do)
+    calls ``forget_partition_order`` after it.
     """
     if "query" in _INSTALLED:
         return
@@ -200,11 +212,14 @@ def query_reads_one_partition(*, cache_order: bool = False) -> None:
             # two-block Query then sorts a few items, not its whole term.
             low, high = bounds
             return [item for item in list(items.values()) if low <= item.range_key <= high]
-        if not cache_order or not limit or start or ranged:
+        if not limit or start or ranged:
             return list(items.values())
         cached = ordered.get((id(table), hash_key))
-        if cached is None or cached[0] != len(items):
-            cached = (len(items), sorted(items.values(), key=lambda item: item.range_key))
+        if cached is None or not _still_ordered(cached[0], items, by_count=cache_order):
+            if len(ordered) >= _ORDERED_PARTITIONS:
+                ordered.clear()
+            listed = list(items.values())
+            cached = (listed, sorted(listed, key=lambda item: item.range_key))
             ordered[(id(table), hash_key)] = cached
         # One past the limit: moto reads it to know there is more (LastEvaluatedKey).
         return cached[1][:limit + 1] if forward is not False else cached[1][-limit - 1:]
