@@ -375,7 +375,7 @@ def main() -> None:
 
     label = args.label or ("new" if "blocks" in layout() else "old")
     print(f"{label}: {layout()}; package {Path(engram_memory.__file__).parent}", flush=True)
-    prepare_moto_dynamodb(cache_partition_order=True)
+    prepare_moto_dynamodb()
     with mock_aws():
         from engram_memory import bootstrap
         from engram_memory.adapters.dynamodb.projection_store import (

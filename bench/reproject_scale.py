@@ -100,7 +100,7 @@ def main() -> None:
     from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
     from moto import mock_aws
 
-    prepare_moto_dynamodb(cache_partition_order=True)
+    prepare_moto_dynamodb()
     with mock_aws(), tempfile.TemporaryDirectory() as folder:
         from engram_memory import bootstrap
         from engram_memory.local import adapters

@@ -160,7 +160,6 @@ def load(corpus: Corpus, start: int, stop: int, dynamodb: Any, workspace: str = 
     from engram_memory.domain.ranking import analyze
     from engram_memory.domain.records import build_record, payload_digest, record_digest_for
     from engram_memory.domain.search_fields import record_document
-    from engram_memory.local.moto_dynamodb import forget_partition_order
     from engram_memory.services.ports.write import PutRecord
 
     settings = bootstrap.settings()
@@ -184,7 +183,6 @@ def load(corpus: Corpus, start: int, stop: int, dynamodb: Any, workspace: str = 
                              record.record_digest))
         writer.batch_write_item(RequestItems={settings.table_name: puts})
     projection.bulk_load(scope, analyzed, watermark=stop)
-    forget_partition_order()  # the load rewrote blocks in place: no stale cached reads
     dynamodb.put_item(TableName=settings.table_name, Item={
         "pk": {"S": items.journal_pk(scope)}, "sk": {"S": items.HEAD_SK},
         "cursor": {"N": str(stop)}, "event_digest": {"S": "sha256:" + "0" * 64},
@@ -491,7 +489,7 @@ def main() -> None:
     from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
     from moto import mock_aws
 
-    prepare_moto_dynamodb(cache_partition_order=True)
+    prepare_moto_dynamodb()
     with mock_aws():
         from engram_memory import bootstrap
         from engram_memory.adapters.dynamodb.posting_writer import block_bytes

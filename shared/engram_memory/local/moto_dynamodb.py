@@ -33,15 +33,12 @@ _TURNS = RequestTurns()
 _INSTALLED: set[str] = set()
 
 
-def prepare_moto_dynamodb(*, cache_partition_order: bool = False) -> None:
-    """Install the shims, process-wide and idempotent (the first call's flag wins); the
-    reads' answers are written in one pass (``moto_read_answers``).
-
-    See ``query_reads_one_partition`` for ``cache_partition_order`` (bench loads only).
-    """
+def prepare_moto_dynamodb() -> None:
+    """Install the shims, process-wide and idempotent; the reads' answers are written in
+    one pass (``moto_read_answers``)."""
     serialize_requests()
     check_conditions_before_applying()
-    query_reads_one_partition(cache_order=cache_partition_order)
+    query_reads_one_partition()
     moto_read_answers.install()
 
 
@@ -168,22 +165,13 @@ _PARTITION_ORDER: dict[tuple[int, Any], tuple[list[Any], list[Any]]] = {}
 _ORDERED_PARTITIONS = 4096
 
 
-def _still_ordered(seen: list[Any], items: dict[Any, Any], *, by_count: bool) -> bool:
+def _still_ordered(seen: list[Any], items: dict[Any, Any]) -> bool:
     """Whether the partition holds the very item objects it held when sorted (a put or a
-    delete replaces or removes one; an update changes one in place, never its key), or
-    with ``by_count`` only as many (loads that only add)."""
-    if len(seen) != len(items):
-        return False
-    return by_count or all(map(operator.is_, items.values(), seen))
+    delete replaces or removes one; an update changes one in place, never its key)."""
+    return len(seen) == len(items) and all(map(operator.is_, items.values(), seen))
 
 
-def forget_partition_order() -> None:
-    """Drop the cached partition orders (after a load that rewrote items in place: the
-    cache holds the item objects, and a rewrite keeps a partition's item count)."""
-    _PARTITION_ORDER.clear()
-
-
-def query_reads_one_partition(*, cache_order: bool = False) -> None:
+def query_reads_one_partition() -> None:
     """A base-table Query reads the queried partition, not a sorted copy of the table.
 
     moto answers a base-table Query by sorting *every* item of the table and filtering on
@@ -192,10 +180,7 @@ def query_reads_one_partition(*, cache_order: bool = False) -> None:
     untouched). Each partition's sorted order is kept while it holds the same item objects,
     and a Query with ``Limit`` but no start key or range condition is handed only the first
     ``Limit`` items in the requested direction, as DynamoDB reads them (and one more, so
-    that moto answers ``LastEvaluatedKey`` when there is more). With ``cache_order`` (for
-    loads that only ever add items, as bench/search_scale.py does) the order is kept until
-    the partition's size changes; a load that rewrites items in place (posting blocks do)
-    calls ``forget_partition_order`` after it.
+    that moto answers ``LastEvaluatedKey`` when there is more).
     """
     if "query" in _INSTALLED:
         return
@@ -215,7 +200,7 @@ def query_reads_one_partition(*, cache_order: bool = False) -> None:
         if not limit or start or ranged:
             return list(items.values())
         cached = ordered.get((id(table), hash_key))
-        if cached is None or not _still_ordered(cached[0], items, by_count=cache_order):
+        if cached is None or not _still_ordered(cached[0], items):
             if len(ordered) >= _ORDERED_PARTITIONS:
                 ordered.clear()
             listed = list(items.values())
