@@ -20,9 +20,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from engram_memory.domain import impact, ranking, tokenizer
+from reference_data import reference_data
 
-# The reference material beside the checkout (../shared), as in ranking_quality.py.
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "cranfield"
+DEFAULT_DATA = reference_data() / "cranfield"  # bench/reference_data.py
 
 
 def s_stem(word: str) -> str:

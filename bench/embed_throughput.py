@@ -29,8 +29,9 @@ from engram_memory.adapters.embedding.onnx_embedder import (
 )
 from harness import ROOT, machine, percentile, table
 from ir_eval import load_cranfield, primary_text, titles
+from reference_data import reference_data
 
-DATA = ROOT.parent / "shared" / "data" / "cranfield"
+DATA = reference_data() / "cranfield"
 
 
 def rate(embedder: OnnxEmbedder, texts: list[str], batched: bool) -> float:

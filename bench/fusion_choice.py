@@ -22,7 +22,8 @@ from pathlib import Path
 
 from engram_memory.domain.fusion import FusionConfig, fuse
 from engram_memory.semantic_wiring import fusion_config
-from harness import ROOT, table
+from harness import table
+from reference_data import reference_data
 from retrieval_eval import (
     DEPTH,
     BeirSet,
@@ -33,7 +34,7 @@ from retrieval_eval import (
     measures,
 )
 
-DATA = ROOT.parent / "shared" / "data"
+DATA = reference_data()
 CONVEX_LEXICAL = (0.5, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9)  # α: α·lexical + (1−α)·semantic
 
 

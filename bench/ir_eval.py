@@ -14,7 +14,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "cranfield"
+from reference_data import reference_data
+
+DEFAULT_DIR = reference_data() / "cranfield"
 
 
 @dataclass(frozen=True)

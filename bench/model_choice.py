@@ -30,10 +30,11 @@ from engram_memory.domain.fusion import SEMANTIC_TOP_K, FusionConfig, fuse
 from engram_memory.domain.impact import score_top_k
 from engram_memory.domain.ranking import FieldDocument, ScoredRecord, build_index
 from engram_memory.domain.tokenizer import query_terms
-from harness import ROOT, table
+from harness import table
 from ir_eval import mean, ndcg_linear_at, primary_text, recall_at
+from reference_data import reference_data
 
-DATA = ROOT.parent / "shared" / "data"
+DATA = reference_data()
 Embed = Callable[[list[str]], list[tuple[float, ...]]]
 
 

@@ -59,10 +59,11 @@ from ir_eval import (
     recall_at,
     titles,
 )
+from reference_data import reference_data
 from reference_rankers import bm25s_plain, bm25s_stemmed, previous_release
 from semantic_costs import channel_costs
 
-DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cranfield"
+DEFAULT_DATA = reference_data() / "cranfield"
 TITLES: dict[str, str] = {}
 HANDLERS = ("search", "get", "capture", "request_admission", "withdraw", "forget",
             "mcp_endpoint", "projector")

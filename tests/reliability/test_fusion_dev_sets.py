@@ -18,8 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.reference_data import ENVIRONMENT, missing, reference_data
+
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data"
+DATA = reference_data()
 SETS = {"locomo-dev": ["--scope-field", "conversation"], "cranfield": []}
 TIMEOUT_S = 900
 
@@ -27,7 +29,10 @@ TIMEOUT_S = 900
 @pytest.mark.slow
 @pytest.mark.timeout(TIMEOUT_S)
 def test_hybrid_is_never_below_lexical_on_the_dev_sets(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ENGRAM_"))}
+    if (reason := missing(*SETS)) is not None:
+        pytest.skip(reason)
+    env = {k: v for k, v in os.environ.items()
+           if k == ENVIRONMENT or not k.startswith(("AWS_", "ENGRAM_"))}
     started = {name: subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / "retrieval_eval.py"), "--beir",
          str(DATA / name), *args, "--modes", "lexical", "hybrid",

@@ -18,15 +18,18 @@ from typing import Any
 
 import pytest
 
+from bench.reference_data import ENVIRONMENT, missing, reference_data
+
 ROOT = Path(__file__).resolve().parents[2]
-LOCOMO = ROOT.parent / "shared" / "data" / "locomo-dev"
+LOCOMO = reference_data() / "locomo-dev"
 CONVERT = ROOT / "bench" / "beir_convert.py"
 EVAL = ROOT / "bench" / "retrieval_eval.py"
 TIMEOUT_S = 600
 
 
 def run(*args: str | Path) -> str:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ENGRAM_"))}
+    env = {k: v for k, v in os.environ.items()
+           if k == ENVIRONMENT or not k.startswith(("AWS_", "ENGRAM_"))}
     done = subprocess.run([sys.executable, *map(str, args)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -39,6 +42,8 @@ def rows(path: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def subset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if (reason := missing("locomo-dev")) is not None:
+        pytest.skip(reason)
     out = tmp_path_factory.mktemp("beir") / "locomo-small"
     run(CONVERT, "locomo", LOCOMO, out, "--conversations", "conv-26", "conv-30",
         "--turns", "30")
