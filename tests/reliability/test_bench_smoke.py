@@ -29,6 +29,7 @@ BENCHES = {
     "backup_scale.py": "| records | plant s | bundle MB | export s | export rec/s |",
     "backup_memory.py": "| records | phase | peak MiB | kept MiB | peak - kept MiB |",
     "projector_write_units.py": "| layout | records | WCU/record | WCU/record p50 |",
+    "read_units_by_query.py": "| K / B / C | query ranks | read units |",
 }
 RANKERS = ("lexical: BM25F", "semantic alone", "hybrid: lexical_and_semantic",
            "bm25s BM25 + stopwords + Snowball stems", "bm25s BM25 plain",
@@ -41,7 +42,8 @@ ARGS = {"tool_latency.py": ["--aws-delay-ms", "5"],
         "budget_quality.py": ["--records", "1500", "--budgets", "1000,4000"],
         "backup_memory.py": ["--sizes", "200"],  # a header, the export and the restore
         "projector_write_units.py": ["--sizes", "100,200", "--records", "4", "--forgets", "2",
-                                     "--top", "0"]}
+                                     "--top", "0"],
+        "read_units_by_query.py": ["--records", "300", "--variants", "50/200/0,100/400/10"]}
 # Benches that read a reference set (bench/reference_data.py): skipped, saying why, without it.
 NEEDS = {"ranking_quality.py": "cranfield", "budget_quality.py": "cranfield"}
 QUICK = {"tool_latency.py", "throughput.py", "ranking_quality.py", "cold_start.py",

@@ -39,11 +39,11 @@ PROJECTION_GENERATION = f"t{TOKENIZER_VERSION}i{IMPACT_VERSION}b{POSTING_LAYOUT_
 """Names the projection's key space: a new tokenizer, impact key or posting layout is a new,
 empty index (rebuilt from canonical state, docs/search.md "Generations"), never mixed with
 the old one."""
-DEFAULT_POSTINGS_PER_TERM = 2000
+DEFAULT_POSTINGS_PER_TERM = 3000
 """K: postings read per query term, highest impact first (chosen in docs/search.md)."""
-DEFAULT_POSTINGS_BUDGET = 8000
+DEFAULT_POSTINGS_BUDGET = 12000
 """B: postings one search reads over all its terms; each term gets min(K, B / terms)."""
-DEFAULT_COMPLETION_CAP = 200
+DEFAULT_COMPLETION_CAP = 100
 """C: candidates (best by partial score) completed with every query term (domain/completion.py)."""
 MIN_POSTINGS_PER_TERM = 100
 """A term always gets at least this many, however many terms share the budget."""
