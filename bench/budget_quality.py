@@ -1,9 +1,9 @@
 """Quality at scale: the per-search postings budget's top-10 against exhaustive BM25F.
 
 Run: ``.venv/bin/python bench/budget_quality.py [--records 50000] [--budgets 4000,8000]
-[--per-term 1000] [--seed 25]``. In process, with the service's own ranking functions
-(``domain/ranking``, ``domain/impact``), no moto: what the budget changes is which
-postings are scored, and that is decided by these functions alone.
+[--per-term 1000] [--seed 25] [--queries all|odd|even]``. In process, with the service's own
+ranking functions (``domain/ranking``, ``domain/impact``), no moto: what the budget changes
+is which postings are scored, and that is decided by these functions alone.
 
 The index: Cranfield's 1,400 documents (as the service stores them: title, or the
 abstract's start, as the primary component; the abstract as context; the two empty ones
@@ -13,20 +13,19 @@ Cranfield's own vocabulary with Zipf weights (rank r by frequency in Cranfield �
 15–45), so the queries' terms are frequent in the fillers too: the hard case for a budget,
 where a query term's df is far above the postings a search reads for it.
 
-Per query (all 225): the exhaustive ranking scores every posting of every query term
-(``ranking.score_postings``, exact df); the budgeted ranking is ``impact.score_top_k``
-(each term's best ``postings_for(terms)`` postings by impact, exact df), as search reads
-the projection. overlap@10 = |budgeted top 10 ∩ exhaustive top 10| / |exhaustive top 10|;
-nDCG@10 vs exhaustive = DCG of the budgeted top 10 with each record's exhaustive score as
-its gain, over the same for the exhaustive top 10 (a near-tie swapped costs almost nothing,
-a lost top hit its score); the same with **score completion** as search does it
-(``domain/completion``: the best ``completion_cap`` candidates by partial score scored
-with every query term, from their own analyzed content); and the overlap if every
-candidate were completed, which tells whether the loss is in the records found or in
-their scores. Beside them, Cranfield's own judgements:
-nDCG@10 (linear gains) of both rankings, so a lost "exhaustive" hit can be seen to matter
-or not.
-"""
+Per query (all 225, or the odd or even ids: choose on one half, report the other): the
+exhaustive ranking scores every posting of every query term (``ranking.score_postings``,
+exact df); the budgeted ranking is ``impact.score_top_k`` (each term's best
+``postings_for(terms)`` postings by impact, exact df), as search reads the projection.
+overlap@10 = |budgeted top 10 ∩ exhaustive top 10| / |exhaustive top 10|; nDCG@10 vs
+exhaustive = DCG of the budgeted top 10 with each record's exhaustive score as its gain,
+over the same for the exhaustive top 10 (a near-tie swapped costs almost nothing, a lost top
+hit its score); the same with **score completion** as search does it (``domain/completion``:
+the best ``completion_cap`` candidates by partial score scored with every query term, from
+their own analyzed content); and the overlap if every candidate were completed, which tells
+whether the loss is in the records found or in their scores. Beside them, Cranfield's own
+judgements: nDCG@10 (linear gains) of both rankings, so a lost "exhaustive" hit can be seen
+to matter or not."""
 
 from __future__ import annotations
 

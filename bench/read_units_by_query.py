@@ -29,11 +29,12 @@ class CallMeter(CostMeter):
         super().__init__(client)
         self.by_call: collections.defaultdict[str, float] = collections.defaultdict(float)
 
-    def _price(self, parsed: dict[str, Any], model: Any) -> None:
-        before = self.read_units
-        super()._price(parsed, model)
+    def _price(self, parsed: dict[str, Any], model: Any) -> float:
+        priced = super()._price(parsed, model)
         kind = "consistent" if getattr(self._local, "consistent", False) else "eventual"
-        self.by_call[f"{model.name} {kind}"] += self.read_units - before
+        with self._lock:  # a search's calls run in several threads at once
+            self.by_call[f"{model.name} {kind}"] += priced
+        return priced
 
 
 def main() -> None:
@@ -91,8 +92,11 @@ def main() -> None:
                     raise SystemExit(f"search failed: {envelope['error']['code']}")
                 units, _ = meter.take()
                 totals.append(units)
+                other = set(meter.by_call) - set(calls)
+                if other:
+                    raise SystemExit(f"calls with no column: {sorted(other)}")
                 rows.append([f"{k} / {b} / {c}", " ".join(map(str, ranks)), f"{units:.1f}",
-                             *(f"{meter.by_call[call]:g}" for call in calls)])
+                             *(f"{meter.by_call.get(call, 0.0):g}" for call in calls)])
             rows.append([f"{k} / {b} / {c}", "**mean / max**",
                          f"**{sum(totals) / len(totals):.1f} / {max(totals):.1f}**",
                          "", "", "", ""])

@@ -18,7 +18,7 @@ _BESIDE_CHECKOUT = Path(__file__).resolve().parents[2] / "shared" / "data"
 def reference_data() -> Path:
     """The folder holding the reference sets (it may not exist: see :func:`missing`)."""
     configured = os.environ.get(ENVIRONMENT)
-    return Path(configured) if configured else _BESIDE_CHECKOUT
+    return Path(configured).expanduser().resolve() if configured else _BESIDE_CHECKOUT
 
 
 def missing(*names: str) -> str | None:

@@ -280,7 +280,8 @@ class CostMeter:
         with self._lock:
             self.hooks_cpu_s += seconds
 
-    def _price(self, parsed: dict[str, Any], model: Any) -> None:
+    def _price(self, parsed: dict[str, Any], model: Any) -> float:
+        """Add the call's read units (and return them)."""
         factor = 1.0 if getattr(self._local, "consistent", False) else 0.5
         if model.name == "Query":
             missing = getattr(self._local, "missing_pk", 0)
@@ -292,9 +293,11 @@ class CostMeter:
             units = sum(math.ceil(item_size(i) / 4096)
                         for items in parsed.get("Responses", {}).values() for i in items)
         else:
-            return
+            return 0.0
+        priced = factor * max(units, 1 if model.name != "BatchGetItem" else 0)
         with self._lock:
-            self.read_units += factor * max(units, 1 if model.name != "BatchGetItem" else 0)
+            self.read_units += priced
+        return priced
 
     def take(self) -> tuple[float, float]:
         """(read units, CPU seconds of moto and of the bench's hooks) since the last take."""

@@ -16,7 +16,9 @@ def test_the_variable_names_the_folder_and_a_missing_set_says_what_and_how(
     assert reference_data() == tmp_path
     assert missing("cranfield") is None
     reason = missing("cranfield", "locomo-dev")
-    assert reason is not None and "locomo-dev" in reason and "cranfield," not in reason
+    assert reason is not None
+    assert "locomo-dev" in reason
+    assert "cranfield," not in reason
     assert ENVIRONMENT in reason
 
 

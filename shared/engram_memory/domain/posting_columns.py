@@ -1,6 +1,6 @@
 """A term's read postings as columns: scored without a Python object per posting.
 
-A search reads up to ``postings_budget`` postings (8,000) and scores every one; decoding
+A search reads up to ``postings_budget`` postings (12,000) and scores every one; decoding
 each into a ``Posting`` and scoring it field by field in Python cost ≈ 5 µs a posting
 (docs/performance.md, "Search at scale"). :class:`PostingColumns` keeps a term's postings as
 arrays (impact codes, per-field term frequencies, field lengths) beside their record ids,
