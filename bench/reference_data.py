@@ -21,6 +21,14 @@ def reference_data() -> Path:
     return Path(configured).expanduser().resolve() if configured else _BESIDE_CHECKOUT
 
 
+def bench_environment() -> dict[str, str]:
+    """The environment a bench process started by a test gets: the caller's, without its AWS
+    and engram settings (a bench starts its own service), but still naming where the
+    reference sets are."""
+    return {k: v for k, v in os.environ.items()
+            if k == ENVIRONMENT or not k.startswith(("AWS_", "ENGRAM_"))}
+
+
 def missing(*names: str) -> str | None:
     """Why the named sets cannot be read, or None when every one is there."""
     absent = [name for name in names if not (reference_data() / name).is_dir()]

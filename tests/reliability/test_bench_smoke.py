@@ -7,7 +7,6 @@ waits for its own: the tier pays for the slowest bench, not for the sum.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from bench.aws_calls import DESIGN_MINIMUM, PER_TERM_NOTE, describe
-from bench.reference_data import ENVIRONMENT, missing
+from bench.reference_data import bench_environment, missing
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCHES = {
@@ -53,8 +52,7 @@ TIMEOUT_S = 240
 
 @pytest.fixture(scope="module")
 def runs() -> Iterator[dict[str, subprocess.Popen[str]]]:
-    env = {k: v for k, v in os.environ.items()
-           if k == ENVIRONMENT or not k.startswith(("AWS_", "ENGRAM_"))}
+    env = bench_environment()
     started = {script: subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / script),
          *(["--quick"] if script in QUICK else []), *ARGS.get(script, [])],

@@ -11,14 +11,13 @@ The two sets run at once, one process each (~1 CPU-minute each here).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from bench.reference_data import ENVIRONMENT, missing, reference_data
+from bench.reference_data import bench_environment, missing, reference_data
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = reference_data()
@@ -31,8 +30,7 @@ TIMEOUT_S = 900
 def test_hybrid_is_never_below_lexical_on_the_dev_sets(tmp_path: Path) -> None:
     if (reason := missing(*SETS)) is not None:
         pytest.skip(reason)
-    env = {k: v for k, v in os.environ.items()
-           if k == ENVIRONMENT or not k.startswith(("AWS_", "ENGRAM_"))}
+    env = bench_environment()
     started = {name: subprocess.Popen(
         [sys.executable, str(ROOT / "bench" / "retrieval_eval.py"), "--beir",
          str(DATA / name), *args, "--modes", "lexical", "hybrid",

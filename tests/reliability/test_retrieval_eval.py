@@ -10,7 +10,6 @@ from ../shared/data (evaluation only, never copied into the repository).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bench.reference_data import ENVIRONMENT, missing, reference_data
+from bench.reference_data import bench_environment, missing, reference_data
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCOMO = reference_data() / "locomo-dev"
@@ -28,8 +27,7 @@ TIMEOUT_S = 600
 
 
 def run(*args: str | Path) -> str:
-    env = {k: v for k, v in os.environ.items()
-           if k == ENVIRONMENT or not k.startswith(("AWS_", "ENGRAM_"))}
+    env = bench_environment()
     done = subprocess.run([sys.executable, *map(str, args)], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
