@@ -142,13 +142,8 @@ class Bench:
         self.service.stop_event.set()
 
     def close(self) -> None:
-        """Stop everything, forget moto's state, and restore the environment."""
+        """Stop everything (moto's process and its state too); restore the environment."""
         self.service.stop()
-        # moto's backends are process-wide: without a reset the next service of this
-        # process would start on this one's tables (what POST /moto-api/reset does).
-        from moto.moto_api._internal.models import moto_api_backend
-
-        moto_api_backend.reset()
         self._data.cleanup()
         os.environ.clear()
         os.environ.update(self._saved)

@@ -15,7 +15,9 @@ captured + admitted record in a second workspace. Then, through the search Lambd
   another runs in a background thread.
 
 ``--before`` reproduces the previous read pattern on the same data: one Query per term,
-one after another, up to 64 terms, no per-search postings budget.
+one after another, up to 64 terms, no per-search postings budget. ``--moto-in-process``
+runs moto's server in the service's own process, as the local service did before
+``local/moto_process.py`` (one GIL for moto and the handlers).
 """
 
 from __future__ import annotations
@@ -93,13 +95,31 @@ def other_workspace_get(bench: Bench, record_id: str, rounds: int,
             worker.join()
 
 
+def moto_in_this_process() -> None:
+    """Start the local service's moto in this process (the arrangement before)."""
+    from engram_memory.local import moto_backends, service
+    from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
+    from engram_memory.local.moto_server import MotoService, start_moto
+
+    def start(environ: Any = None) -> MotoService:
+        prepare_moto_dynamodb()
+        moto_backends.use(None)
+        return start_moto(environ)
+
+    service.start_moto_process = start  # type: ignore[attr-defined]
+
+
 def main() -> None:
     """Load, measure, print both tables."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--before", action="store_true", help="the previous read pattern")
+    parser.add_argument("--moto-in-process", action="store_true",
+                        help="moto's server in this process (before moto_process)")
     options = parser.parse_args()
+    if options.moto_in_process:
+        moto_in_this_process()
     corpus = Corpus()
     short = " ".join(corpus.words[:3])
     long = " ".join(corpus.words[:64])
@@ -125,6 +145,7 @@ def main() -> None:
         finally:
             bench.close()
     mode = "before (sequential, no budget)" if options.before else "after"
+    mode += "; moto in this process" if options.moto_in_process else "; moto in its own process"
     print(f"{options.records} records, {mode}; {machine()}")
     print(table(["query", "terms used", "p50 ms", "p95 ms", "DynamoDB calls",
                  "sequential round trips"], rows))

@@ -127,24 +127,19 @@ class BulkWriter:
 
     Sending ~1.5 M items through botocore's serializer and moto's request parser would take
     most of the time budget and measure nothing we care about; the items are the ones our
-    code builds, and every search-time call still goes through the real client.
+    code builds, and every search-time call still goes through the real client. The
+    backend is moto's in this process or the local service's moto process
+    (``moto_backends``).
     """
 
     def __init__(self, client: Any) -> None:
-        from moto.core.models import DEFAULT_ACCOUNT_ID
-        from moto.dynamodb.models import dynamodb_backends
-
         self._client = client
-        self._backend = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
 
     def batch_write_item(self, RequestItems: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         """Put (or delete: a block a load split away) every request's item."""
-        for table, requests in RequestItems.items():
-            for request in requests:
-                if "DeleteRequest" in request:
-                    self._backend.delete_item(table, request["DeleteRequest"]["Key"])
-                else:
-                    self._backend.put_item(table, request["PutRequest"]["Item"])
+        from engram_memory.local import moto_backends
+
+        moto_backends.current().write_items(self._client.meta.region_name, RequestItems)
         return {"UnprocessedItems": {}}
 
     def __getattr__(self, name: str) -> Any:

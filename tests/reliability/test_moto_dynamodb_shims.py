@@ -87,13 +87,17 @@ with mock_aws():
                                           ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
     records = streams.get_records(ShardIterator=iterator, Limit=1000)["Records"]
     seen.append([(r["eventName"], r["dynamodb"]["Keys"]["sk"]["S"]) for r in records])
-    for low, high in (("004", "016"), ("", "011"), ("030", "040"), ("016", "016")):
+    for low, high, forward in (("004", "016", False), ("", "011", False),
+                               ("030", "040", False), ("016", "016", False),
+                               ("004", "016", True), ("004", "007", True)):
         # A posting write's read: the two highest keys in a range, descending.
-        seen.append([i["sk"]["S"] for i in db.query(
+        page = db.query(
             TableName="t", KeyConditionExpression="pk = :p AND sk BETWEEN :low AND :high",
             ExpressionAttributeValues={":p": {"S": "P1"}, ":low": {"S": low or "0"},
                                        ":high": {"S": high}},
-            ScanIndexForward=False, Limit=2)["Items"]])
+            ScanIndexForward=forward, Limit=2)
+        seen.append([[i["sk"]["S"] for i in page["Items"]],
+                     page.get("LastEvaluatedKey", {}).get("sk", {}).get("S")])
 print(json.dumps(seen))
 """
 
@@ -129,7 +133,9 @@ def test_shimmed_moto_answers_every_transaction_and_query_as_moto_does() -> None
     # record of any cancelled write.
     assert [sk for _, sk in plain[9]].count("third") == 0
     assert len(plain[9]) == 32
-    assert plain[10:] == [["016", "013"], ["010", "007"], [], ["016"]]  # BETWEEN, Limit 2
+    # BETWEEN, Limit 2, both directions: the items and where the next page would start.
+    assert plain[10:] == [[["016", "013"], "013"], [["010", "007"], "007"], [[], None],
+                          [["016"], None], [["004", "007"], "007"], [["004", "007"], "007"]]
 
 
 READS_SCENARIO = r"""

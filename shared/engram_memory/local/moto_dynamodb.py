@@ -1,6 +1,6 @@
 """moto's DynamoDB made safe under concurrent requests, and given DynamoDB's costs.
 
-The local service and the benches run on an in-process moto server. As it ships, moto
+The local service (in its moto process) and the benches run moto's server. As it ships, moto
 serves requests from several threads at once, and its TransactWriteItems is not safe
 under that: it deep-copies each table a transaction names and, when a condition fails,
 restores the copies, which undoes any commit another thread made meanwhile (measured on
@@ -10,8 +10,8 @@ more of its costs grow with a whole table: those copies (O(table) per transactio
 every Query sorting the whole table to keep one partition (O(table) per posting list); a
 local store of a few hundred records became unusable.
 
-``prepare_moto_dynamodb`` (the local service calls it before starting moto) makes moto
-serve one DynamoDB request at a time, as DynamoDB is serializable, then removes both
+``prepare_moto_dynamodb`` (run by the local service's moto process before moto starts) makes
+moto serve one DynamoDB request at a time, as DynamoDB is serializable, then removes both
 costs, and writes the reads' answers in one pass (``moto_read_answers``). Every shim
 keeps moto's own request parsing, conditions, updates and paging;
 tests/reliability/test_moto_dynamodb_shims.py runs scenarios on shimmed and plain moto
@@ -43,7 +43,7 @@ def prepare_moto_dynamodb() -> None:
 
 
 def serialize_requests() -> None:
-    """One DynamoDB request at a time on the in-process moto server.
+    """One DynamoDB request at a time on the moto server of this process.
 
     Served from several threads at once, moto's TransactWriteItems can fail ("dictionary
     changed size") or roll back over another request's commit (a lost acknowledged write).
@@ -171,6 +171,24 @@ def _still_ordered(seen: list[Any], items: dict[Any, Any]) -> bool:
     return len(seen) == len(items) and all(map(operator.is_, items.values(), seen))
 
 
+def _first_in_range(listed: list[Any], in_range: list[Any], limit: int, forward: bool,
+                    low: Any, high: Any) -> list[Any]:
+    """The first ``limit`` items of ``in_range`` in the query's direction and the item moto
+    would meet next in the partition (in range or past it: moto answers ``LastEvaluatedKey``
+    when one follows a full page)."""
+    def key(item: Any) -> Any:
+        return item.range_key
+
+    in_range.sort(key=key, reverse=not forward)
+    if len(in_range) > limit:
+        return in_range[:limit + 1]
+    beyond = ([item for item in listed if item.range_key > high] if forward
+              else [item for item in listed if item.range_key < low])
+    if not beyond:
+        return in_range
+    return [*in_range, min(beyond, key=key) if forward else max(beyond, key=key)]
+
+
 def query_reads_one_partition() -> None:
     """A base-table Query reads the queried partition, not a sorted copy of the table.
 
@@ -178,9 +196,9 @@ def query_reads_one_partition() -> None:
     the hash key. This hands moto's own query code just the partition's items (for a
     ``BETWEEN`` key condition only the partition's items in range; index queries are
     untouched). Each partition's sorted order is kept while it holds the same item objects,
-    and a Query with ``Limit`` but no start key or range condition is handed only the first
-    ``Limit`` items in the requested direction, as DynamoDB reads them (and one more, so
-    that moto answers ``LastEvaluatedKey`` when there is more).
+    and a Query with ``Limit`` but no start key (and no range condition but ``BETWEEN``) is
+    handed only the first ``Limit`` items in the requested direction, as DynamoDB reads them
+    (and one more, so that moto answers ``LastEvaluatedKey`` when there is more).
     """
     if "query" in _INSTALLED:
         return
@@ -193,10 +211,15 @@ def query_reads_one_partition() -> None:
                      start: Any, forward: Any) -> list[Any]:
         items = table.items.get(hash_key, {})
         if ranged == "BETWEEN" and len(bounds) == 2:
-            # Only the keys in range (moto applies the condition again): a posting write's
-            # two-block Query then sorts a few items, not its whole term.
+            # Only the keys in range (moto applies the condition again), and with a Limit
+            # only the first ``Limit`` + 1 of them in the requested direction: a posting
+            # write's two-block Query then hands moto 3 items, not half its term's blocks.
             low, high = bounds
-            return [item for item in list(items.values()) if low <= item.range_key <= high]
+            listed = list(items.values())
+            in_range = [item for item in listed if low <= item.range_key <= high]
+            if not limit or start or len(in_range) < limit:
+                return in_range
+            return _first_in_range(listed, in_range, limit, forward is not False, low, high)
         if not limit or start or ranged:
             return list(items.values())
         cached = ordered.get((id(table), hash_key))

@@ -2,24 +2,18 @@
 
 moto 5 implements vector buckets, indexes and Put/Get/List/DeleteVectors but not
 QueryVectors. Locally the adapter's puts and deletes go to moto through boto3 like in AWS;
-the query is answered in this process, exactly (adapters/vectors/exact_top_k.py), over the
-vectors moto holds for the index, filtered on the same ``scope`` metadata that the AWS
-query filters on. The in-process read is possible because the local service runs moto's
-server in this same process.
+the query is answered exactly (adapters/vectors/exact_top_k.py) over the vectors moto holds
+for the index, filtered on the same ``scope`` metadata that the AWS query filters on, in
+the process that runs moto (``moto_backends``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from engram_memory.adapters.vectors.exact_top_k import exact_top_k
-from engram_memory.adapters.vectors.s3_vectors import (
-    MAX_TOP_K,
-    SCOPE_METADATA,
-    S3VectorsIndex,
-    record_of,
-)
-from engram_memory.local.moto_server import DEFAULT_REGION, MOTO_ACCOUNT_ID
+from engram_memory.adapters.vectors.s3_vectors import MAX_TOP_K, S3VectorsIndex, record_of
+from engram_memory.local import moto_backends
+from engram_memory.local.moto_server import DEFAULT_REGION
 from engram_memory.services.ports.semantic import SemanticChannelError, Vector, VectorHit
 
 if TYPE_CHECKING:
@@ -39,38 +33,8 @@ def ensure_index(client: Any, bucket: str, index: str, dimension: int = DIMENSIO
                             dimension=dimension, distanceMetric="cosine")
 
 
-def _stored(bucket: str, index: str, region: str) -> dict[str, Any]:
-    from moto.s3vectors.models import s3vectors_backends
-    from moto.utilities.utils import get_partition
-
-    # moto keeps one S3 Vectors backend per partition ("aws"), not per region.
-    backend = s3vectors_backends[MOTO_ACCOUNT_ID][get_partition(region)]
-    vectors: dict[str, Any] = backend.get_index(bucket, index_name=index, index_arn="").vectors
-    return vectors
-
-
-def export_vectors(bucket: str, index: str, region: str = DEFAULT_REGION) -> list[Any]:
-    """Every vector of the local index (the --data-dir snapshot keeps them)."""
-    if not bucket or not index:
-        return []
-    return [{"key": v.key, "data": v.data, "metadata": v.metadata}
-            for v in _stored(bucket, index, region).values()]
-
-
-def import_vectors(bucket: str, index: str, vectors: list[Any],
-                   region: str = DEFAULT_REGION) -> None:
-    """Put back the vectors of a snapshot (into the index ensure_index created)."""
-    if not bucket or not index or not vectors:
-        return
-    from moto.s3vectors.models import Vector as MotoVector
-
-    stored = _stored(bucket, index, region)
-    for item in vectors:
-        stored[item["key"]] = MotoVector.from_dict(item)
-
-
 class MotoS3VectorsIndex(S3VectorsIndex):
-    """S3VectorsIndex whose query runs in-process over moto's stored vectors."""
+    """S3VectorsIndex whose query runs exactly over moto's stored vectors."""
 
     def __init__(self, client: Any, bucket: str, index: str,
                  region: str = DEFAULT_REGION) -> None:
@@ -85,20 +49,10 @@ class MotoS3VectorsIndex(S3VectorsIndex):
 
     def query(self, scope: Scope, vector: Vector, top_k: int) -> list[VectorHit]:
         """Exact cosine top-k of the scope's vectors in moto's index."""
-        keys, vectors = self._scope_vectors(scope)
-        ranked = exact_top_k(vector, keys, vectors, min(top_k, MAX_TOP_K))
+        try:
+            ranked = moto_backends.current().scope_top_k(
+                self._region, *self._names, scope.key, list(vector), min(top_k, MAX_TOP_K))
+        except Exception:  # moto's own errors (no such index) or the moto process gone
+            raise SemanticChannelError from None
         hits = [(record_of(scope, key), similarity) for key, similarity in ranked]
         return [VectorHit(rid, sim) for rid, sim in hits if rid is not None]
-
-    def _scope_vectors(self, scope: Scope) -> tuple[list[str], list[list[float]]]:
-        try:
-            items = list(_stored(*self._names, self._region).values())
-        except Exception:  # moto's own errors: the index is not there
-            raise SemanticChannelError from None
-        keys: list[str] = []
-        vectors: list[list[float]] = []
-        for item in items:
-            if (item.metadata or {}).get(SCOPE_METADATA) == scope.key:
-                keys.append(item.key)
-                vectors.append(item.data["float32"])
-        return keys, vectors

@@ -1,4 +1,4 @@
-"""The in-process moto server that stands in for AWS in local mode.
+"""The moto server that stands in for AWS in local mode.
 
 It listens on a free loopback port; every boto3 client of the process is pointed at it
 through ``AWS_ENDPOINT_URL`` (so nothing in local mode can reach real AWS), with dummy
@@ -14,8 +14,7 @@ import os
 import urllib.request
 from collections.abc import MutableMapping
 from dataclasses import dataclass
-
-from moto.server import ThreadedMotoServer
+from typing import Protocol
 
 from engram_memory import env_names
 
@@ -24,11 +23,19 @@ MOTO_ACCOUNT_ID = "123456789012"
 DEFAULT_REGION = "us-east-1"
 
 
+class Stoppable(Protocol):
+    """A moto server in this process, or the process running one (``moto_process``)."""
+
+    def stop(self) -> None:
+        """Stop serving."""
+        ...
+
+
 @dataclass
 class MotoService:
     """A running moto server and its endpoint URL."""
 
-    server: ThreadedMotoServer
+    server: Stoppable
     url: str
     port: int
 
@@ -64,17 +71,26 @@ def _post_json(url: str, body: dict[str, object]) -> None:
         response.read()
 
 
+def configure_moto(url: str, port: int, environ: MutableMapping[str, str]) -> None:
+    """Point ``environ``'s AWS clients at the moto server at ``url`` and switch its Step
+    Functions execution on."""
+    environ.update(aws_environment(url, port, environ.get(env_names.AWS_REGION, DEFAULT_REGION)))
+    # Metrics would print one EMF JSON line per call to the console; opt back in if wanted.
+    environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
+    _post_json(url + "/moto-api/config", {"stepfunctions": {"execute_state_machine": True}})
+
+
 def start_moto(environ: MutableMapping[str, str] | None = None) -> MotoService:
-    """Start moto on a free loopback port and point this process's AWS clients at it."""
+    """Start moto in this process on a free loopback port; point this process's AWS
+    clients at it (the test tiers; the local service runs moto in a process of its own,
+    ``moto_process``)."""
+    from moto.server import ThreadedMotoServer
+
     # One access-log line per AWS call would drown the service's own output.
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address=LOOPBACK, port=0, verbose=False)
     server.start()
     _, port = server.get_host_and_port()
     url = f"http://{LOOPBACK}:{port}"
-    target = os.environ if environ is None else environ
-    target.update(aws_environment(url, port, target.get(env_names.AWS_REGION, DEFAULT_REGION)))
-    # Metrics would print one EMF JSON line per call to the console; opt back in if wanted.
-    target.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
-    _post_json(url + "/moto-api/config", {"stepfunctions": {"execute_state_machine": True}})
+    configure_moto(url, port, os.environ if environ is None else environ)
     return MotoService(server=server, url=url, port=port)

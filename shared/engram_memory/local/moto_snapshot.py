@@ -1,8 +1,9 @@
-"""Local mode only: boto3 clients for the moto server and the ``--data-dir`` snapshot.
+"""Local mode only: boto3 clients for the moto server, and what moto has no API for.
 
 moto keeps everything in memory, so ``engram-memory serve --data-dir`` saves what a
-restart must keep: every item of the three tables and the tenant KMS key's id and
-material. Both are read from and written back to moto's in-process backends: no KMS API
+restart must keep: every item of the three tables, the tenant KMS key's id and material,
+and the vectors. They are read from and written back to moto's backends in the process
+that runs moto (``moto_backends``: this one, or the local service's moto process): no KMS API
 exports key material, and moto answers a paginated Scan by walking the table from its
 start for every page (O(n²): 10 s for 30,000 items, over a minute for a store of 1,400
 documents), while its backend lists a table in one pass. Items are written back through
@@ -99,3 +100,46 @@ def restore_kms_key(account_id: str, region: str, saved: dict[str, str], fresh_k
     key.key_material = base64.b64decode(saved["material"])
     backend.keys[old_id] = key
     return str(key.arn)
+
+
+def write_items(account_id: str, region: str,
+                request_items: dict[str, list[dict[str, Any]]]) -> None:
+    """A BatchWriteItem's puts and deletes, straight into moto's tables (bench loads)."""
+    backend = _dynamodb_backend(account_id, region)
+    for table, requests in request_items.items():
+        for request in requests:
+            if "DeleteRequest" in request:
+                backend.delete_item(table, request["DeleteRequest"]["Key"])
+            else:
+                backend.put_item(table, request["PutRequest"]["Item"])
+
+
+def stored_vectors(account_id: str, bucket: str, index: str, region: str) -> dict[str, Any]:
+    """moto's vectors of one index, by key."""
+    from moto.s3vectors.models import s3vectors_backends
+    from moto.utilities.utils import get_partition
+
+    # moto keeps one S3 Vectors backend per partition ("aws"), not per region.
+    backend = s3vectors_backends[account_id][get_partition(region)]
+    vectors: dict[str, Any] = backend.get_index(bucket, index_name=index, index_arn="").vectors
+    return vectors
+
+
+def export_vectors(account_id: str, region: str, bucket: str, index: str) -> list[Any]:
+    """Every vector of the local index (the --data-dir snapshot keeps them)."""
+    if not bucket or not index:
+        return []
+    return [{"key": v.key, "data": v.data, "metadata": v.metadata}
+            for v in stored_vectors(account_id, bucket, index, region).values()]
+
+
+def import_vectors(account_id: str, region: str, bucket: str, index: str,
+                   vectors: list[Any]) -> None:
+    """Put back the vectors of a snapshot (into the index ``ensure_index`` created)."""
+    if not bucket or not index or not vectors:
+        return
+    from moto.s3vectors.models import Vector as MotoVector
+
+    stored = stored_vectors(account_id, bucket, index, region)
+    for item in vectors:
+        stored[item["key"]] = MotoVector.from_dict(item)

@@ -1,6 +1,6 @@
 """Whose turn it is on the local service's one-request-at-a-time DynamoDB.
 
-The in-process moto serves one DynamoDB request at a time (``moto_dynamodb``). A plain
+The local moto server serves one DynamoDB request at a time (``moto_dynamodb``). A plain
 lock hands the next turn to whichever waiting thread the OS wakes, so one search's burst of
 up to 32 postings Queries could keep another workspace's two-item ``get`` waiting for all
 of them (measured: 26 → 1,289 ms p50 beside back-to-back 64-word searches, most of it

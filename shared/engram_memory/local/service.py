@@ -1,7 +1,7 @@
 """The one-machine embedded service: moto + the same resources + the same handlers.
 
-``start_service`` starts an in-process moto server, creates what the CDK stack declares
-(tables, tenant key, confirmation queue and state machine), sets the ``ENGRAM_*``
+``start_service`` starts moto in a process of its own (``moto_process``), creates what the
+CDK stack declares (tables, tenant key, confirmation queue and state machine), sets the ``ENGRAM_*``
 environment the Lambdas read, and serves ``/mcp``, ``/host/*`` and the RFC 9728
 metadata with uvicorn, while pump threads stand in for the DynamoDB stream → projector
 and SQS → notifier event sources. The very same handler files run in-process.
@@ -35,8 +35,8 @@ from engram_memory.local.inprocess_invoker import (
     load_handler,
 )
 from engram_memory.local.listener import HEADER_TIMEOUT_S, listener_config
-from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
-from engram_memory.local.moto_server import LOOPBACK, MotoService, start_moto
+from engram_memory.local.moto_process import start_moto_process
+from engram_memory.local.moto_server import LOOPBACK, MotoService
 from engram_memory.local.projector_pump import run_projector_pump
 from engram_memory.local.provisioning import provision_environment, provisioned_variables
 from engram_memory.local.queue_pump import run_queue_pump
@@ -263,8 +263,7 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     # shows what a person needs, not a JSON line per sweep or call; LOG_LEVEL-style
     # overrides already in the environment win.
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", config.log_level.upper())
-    prepare_moto_dynamodb()  # serializable like DynamoDB: no lost commits under concurrency
-    moto = start_moto()
+    moto = start_moto_process()  # its own process, its own GIL (moto_process)
     jwks = HostKeyRing([key]).jwks_json()
     os.environ.update(_environment(config, identity, jwks, LocalSettings.from_env()))
     rebuild = _provision(home, restore=config.data_dir is not None)

@@ -17,8 +17,7 @@ from typing import Any
 from engram_memory import env_names
 from engram_memory.adapters.dynamodb.projection_generations import LEGACY_GENERATION
 from engram_memory.domain.ranking import PROJECTION_GENERATION
-from engram_memory.local import moto_s3vectors, moto_snapshot
-from engram_memory.local.moto_server import MOTO_ACCOUNT_ID
+from engram_memory.local import moto_backends, moto_s3vectors, moto_snapshot
 from engram_memory.local.provisioning import create_tables, provision_environment
 from engram_memory.service_home import write_private
 from engram_memory.settings import Settings
@@ -61,8 +60,8 @@ def provision(home: Path, settings: Settings, *, restore: bool) -> bool:
     if restore and snapshot_path.is_file():
         snapshot = json.loads(snapshot_path.read_text(encoding="utf-8"))
         if snapshot.get("tenant") == settings.tenant_id:
-            key_id = moto_snapshot.restore_kms_key(MOTO_ACCOUNT_ID, settings.region,
-                                                 snapshot["kms"], key_id)
+            backends = moto_backends.current()
+            key_id = backends.restore_kms_key(settings.region, snapshot["kms"], key_id)
             tables = snapshot["tables"]
             # A snapshot from before generations were recorded holds a generation-1 index.
             generation = snapshot.get("projection_generation", LEGACY_GENERATION)
@@ -70,22 +69,23 @@ def provision(home: Path, settings: Settings, *, restore: bool) -> bool:
                 tables = {name: rows for name, rows in tables.items()
                           if name != settings.projection_table_name}
                 rebuild = True
-            moto_snapshot.load_tables(MOTO_ACCOUNT_ID, settings.region, tables)
-            moto_s3vectors.import_vectors(settings.vector_bucket, settings.vector_index,
-                                          snapshot.get("vectors", []), settings.region)
+            backends.load_tables(settings.region, tables)
+            backends.import_vectors(settings.region, settings.vector_bucket,
+                                    settings.vector_index, snapshot.get("vectors", []))
     os.environ[env_names.KMS_KEY_ID] = key_id
     return rebuild
 
 
 def save_snapshot(home: Path, settings: Settings) -> None:
     """Write every table item and the tenant key material to ``state.json`` (0600)."""
+    backends = moto_backends.current()
     snapshot = {
         "version": 1,
         "tenant": settings.tenant_id,
         "projection_generation": PROJECTION_GENERATION,
-        "kms": moto_snapshot.export_kms_key(MOTO_ACCOUNT_ID, settings.region, settings.kms_key_id),
-        "tables": moto_snapshot.dump_tables(MOTO_ACCOUNT_ID, settings.region, _tables(settings)),
-        "vectors": moto_s3vectors.export_vectors(settings.vector_bucket, settings.vector_index,
-                                                 settings.region),
+        "kms": backends.export_kms_key(settings.region, settings.kms_key_id),
+        "tables": backends.dump_tables(settings.region, _tables(settings)),
+        "vectors": backends.export_vectors(settings.region, settings.vector_bucket,
+                                           settings.vector_index),
     }
     write_private(home / SNAPSHOT_FILE, json.dumps(snapshot))

@@ -1,0 +1,238 @@
+"""The local service's moto, in a child process of its own.
+
+Run in the service's process, moto's HTTP server and the handlers share one GIL: another
+workspace's two-item ``get`` waited behind every Query of a long search, in Python, even
+though each request is short (measured: 8 ms alone, 61 ms beside back-to-back 32-word
+searches; docs/performance.md, "Search isolation"). In a process of its own, moto runs on
+the other core.
+
+The child (``python -m engram_memory.local.moto_process``) installs the DynamoDB shims
+(``moto_dynamodb``), starts moto's server on a free loopback port, and answers the
+operations that have no moto API (``moto_backends.OPERATIONS``) over a
+``multiprocessing.connection`` listener on loopback, authenticated with a key the parent
+hands it on stdin (never on the command line or in the environment). It prints one line,
+its two ports, and exits when its stdin closes: when the service stops, or dies. It runs
+in a session of its own, so a Ctrl-C meant for ``engram-memory serve`` does not kill it
+before the service has saved its ``--data-dir`` snapshot through it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import select
+import subprocess
+import sys
+import threading
+from collections.abc import MutableMapping, Sequence
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client, Connection, Listener
+from typing import Any
+
+from engram_memory import env_names
+from engram_memory.local import moto_backends
+from engram_memory.local.moto_server import (
+    DEFAULT_REGION,
+    LOOPBACK,
+    MotoService,
+    aws_environment,
+    configure_moto,
+)
+
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 10.0
+
+
+class MotoProcessError(RuntimeError):
+    """The moto process did not answer an operation (it failed there, or is gone)."""
+
+
+class ChildBackends:
+    """``MotoBackends`` whose operations run in the moto process."""
+
+    def __init__(self, address: tuple[str, int], authkey: bytes) -> None:
+        self._address = address
+        self._authkey = authkey
+        self._idle: list[Connection] = []
+        self._lock = threading.Lock()
+
+    def _call(self, operation: str, *args: Any) -> Any:
+        with self._lock:
+            connection = self._idle.pop() if self._idle else None
+        try:
+            if connection is None:
+                connection = Client(self._address, authkey=self._authkey)
+            connection.send((operation, args))
+            status, value = connection.recv()
+        except (OSError, EOFError) as exc:
+            if connection is not None:
+                connection.close()
+            raise MotoProcessError(operation) from exc
+        with self._lock:
+            self._idle.append(connection)
+        if status != "ok":
+            raise MotoProcessError(f"{operation}: {value}")
+        return value
+
+    def close(self) -> None:
+        """Close the idle connections."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+    def dump_tables(self, region: str, table_names: Sequence[str]) -> dict[str, list[Any]]:
+        """Every item of each table, JSON-safe."""
+        dump: dict[str, list[Any]] = self._call("dump_tables", region, list(table_names))
+        return dump
+
+    def load_tables(self, region: str, dump: dict[str, list[Any]]) -> int:
+        """Write dumped items back; how many."""
+        return int(self._call("load_tables", region, dump))
+
+    def write_items(self, region: str, request_items: dict[str, list[dict[str, Any]]]) -> None:
+        """A BatchWriteItem's puts and deletes, straight into the tables."""
+        self._call("write_items", region, request_items)
+
+    def export_kms_key(self, region: str, key_id: str) -> dict[str, str]:
+        """The id and material of a KMS key."""
+        saved: dict[str, str] = self._call("export_kms_key", region, key_id)
+        return saved
+
+    def restore_kms_key(self, region: str, saved: dict[str, str], fresh_key_id: str) -> str:
+        """Re-home the fresh key under the saved id and material; its ARN."""
+        return str(self._call("restore_kms_key", region, saved, fresh_key_id))
+
+    def export_vectors(self, region: str, bucket: str, index: str) -> list[Any]:
+        """Every vector of an index."""
+        vectors: list[Any] = self._call("export_vectors", region, bucket, index)
+        return vectors
+
+    def import_vectors(self, region: str, bucket: str, index: str, vectors: list[Any]) -> None:
+        """Put a snapshot's vectors back."""
+        self._call("import_vectors", region, bucket, index, vectors)
+
+    def scope_top_k(self, region: str, bucket: str, index: str, scope_key: str,
+                    vector: Sequence[float], top_k: int) -> list[moto_backends.Hit]:
+        """Exact cosine top-k of the vectors whose ``scope`` metadata is ``scope_key``."""
+        hits: list[moto_backends.Hit] = self._call("scope_top_k", region, bucket, index,
+                                                   scope_key, list(vector), top_k)
+        return hits
+
+
+class MotoChild:
+    """The running moto process (``MotoService.server``)."""
+
+    def __init__(self, process: subprocess.Popen[bytes], backends: ChildBackends) -> None:
+        self.process = process
+        self.backends = backends
+
+    def stop(self) -> None:
+        """Close its stdin (it exits), wait for it, kill it if it lingers."""
+        self.backends.close()
+        if moto_backends.current() is self.backends:
+            moto_backends.use(None)
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        try:
+            self.process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def _handshake(process: subprocess.Popen[bytes]) -> dict[str, int]:
+    """The child's one line: its moto and backend ports."""
+    assert process.stdout is not None  # Popen was asked for a pipe
+    ready, _, _ = select.select([process.stdout], [], [], START_TIMEOUT_S)
+    line = process.stdout.readline() if ready else b""
+    if not line:
+        process.kill()
+        process.wait()
+        raise MotoProcessError("the moto process did not start")
+    ports: dict[str, int] = json.loads(line)
+    return ports
+
+
+def start_moto_process(environ: MutableMapping[str, str] | None = None) -> MotoService:
+    """Start moto in a child process; point this process's AWS clients and
+    ``moto_backends.current()`` at it."""
+    target = os.environ if environ is None else environ
+    region = target.get(env_names.AWS_REGION, DEFAULT_REGION)
+    authkey = secrets.token_bytes(32)
+    child_env = {**os.environ, **aws_environment("", 0, region)}
+    process = subprocess.Popen(  # noqa: S603 - this interpreter, a module of this package
+        [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        env=child_env, start_new_session=True)
+    assert process.stdin is not None  # Popen was asked for a pipe
+    process.stdin.write(authkey.hex().encode() + b"\n")
+    process.stdin.flush()
+    ports = _handshake(process)
+    backends = ChildBackends((LOOPBACK, ports["backends"]), authkey)
+    moto_backends.use(backends)
+    url = f"http://{LOOPBACK}:{ports['moto']}"
+    configure_moto(url, ports["moto"], target)
+    return MotoService(server=MotoChild(process, backends), url=url, port=ports["moto"])
+
+
+# --- the child ----------------------------------------------------------------------------
+
+
+def _answer(connection: Connection, backends: moto_backends.MotoBackends) -> None:
+    """Answer one connection's operations until it closes."""
+    with connection:
+        while True:
+            try:
+                operation, args = connection.recv()
+            except (EOFError, OSError):
+                return
+            if operation not in moto_backends.OPERATIONS:
+                connection.send(("error", "unknown operation"))
+                continue
+            try:
+                result = getattr(backends, operation)(*args)
+            except Exception as exc:  # the parent learns which kind, never the text
+                connection.send(("error", type(exc).__name__))
+                continue
+            connection.send(("ok", result))
+
+
+def _accept(listener: Listener) -> None:
+    backends = moto_backends.InProcessBackends()
+    while True:
+        try:
+            connection = listener.accept()
+        except (AuthenticationError, OSError, EOFError):  # no key, or a caller gone
+            continue
+        threading.Thread(target=_answer, args=(connection, backends), daemon=True,
+                         name="moto-backends").start()
+
+
+def main() -> None:
+    """The child: moto's server, the backend operations, until stdin closes."""
+    from moto.server import ThreadedMotoServer
+
+    from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
+
+    authkey = bytes.fromhex(sys.stdin.buffer.readline().decode().strip())
+    prepare_moto_dynamodb()
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address=LOOPBACK, port=0, verbose=False)
+    server.start()
+    _, port = server.get_host_and_port()
+    # moto's Step Functions service integrations call back on MOTO_PORT.
+    os.environ.update(aws_environment(f"http://{LOOPBACK}:{port}", port,
+                                      os.environ.get(env_names.AWS_REGION, DEFAULT_REGION)))
+    listener = Listener((LOOPBACK, 0), authkey=authkey)
+    threading.Thread(target=_accept, args=(listener,), daemon=True, name="accept").start()
+    print(json.dumps({"moto": port, "backends": listener.address[1]}), flush=True)
+    sys.stdin.buffer.read()  # until the service closes it (or dies)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
