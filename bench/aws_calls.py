@@ -156,9 +156,10 @@ class RoundTripRecorder:
         """Nothing recorded, attached to nothing.
 
         ``network_latency_s``: wait this long in every call before it is sent, releasing
-        the GIL as a network round trip does. In-process moto answers while holding the
-        GIL, so without it threads that call together are scheduled one after another
-        and the chain measures the interpreter, not the code's call structure.
+        the GIL as a network round trip does. moto in the caller's process (mock_aws, most
+        benches) answers while holding the GIL, so without it threads that call together
+        are scheduled one after another and the chain measures the interpreter, not the
+        code's call structure.
         """
         self._latency = network_latency_s
         self._lock = threading.Lock()

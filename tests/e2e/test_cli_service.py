@@ -39,7 +39,7 @@ def serve(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
         [sys.executable, "-m", "engram_memory.cli.main", "serve", "--port", "0",
          "--data-dir", str(data_dir), "--tenant", "t-cli"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=clean_env(data_dir / "home"),
+        env=clean_env(data_dir / "home"), start_new_session=True,
     )
     assert proc.stdout is not None
     deadline = time.monotonic() + 60
@@ -55,7 +55,9 @@ def serve(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
 
 
 def interrupt(proc: subprocess.Popen[str]) -> str:
-    proc.send_signal(signal.SIGINT)
+    # As a terminal's Ctrl-C does: to the whole process group (moto's process is not in it,
+    # so it is still there to take the snapshot).
+    os.killpg(proc.pid, signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0
     return out

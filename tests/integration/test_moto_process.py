@@ -9,16 +9,20 @@ and never outlives the service.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import textwrap
 import time
 from collections.abc import Iterator
+from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from engram_memory.local import moto_backends
 from engram_memory.local.moto_process import (
     ChildBackends,
@@ -33,14 +37,6 @@ from tests.support.tables import create_keyed_table
 
 REGION = "us-east-1"
 TABLE = "engram-t-main"
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.fixture
@@ -85,23 +81,26 @@ def test_aws_calls_and_backend_operations_reach_the_child(
                              )["Item"] == item
 
 
-def test_a_restored_key_still_decrypts_what_the_exported_one_encrypted(
-        child: tuple[MotoService, dict[str, str]]) -> None:
-    service, _ = child
-    kms = _client(service, "kms")
-    old = kms.create_key()["KeyMetadata"]["KeyId"]
-    sealed = kms.encrypt(KeyId=old, Plaintext=b"data key")["CiphertextBlob"]
-    backends = moto_backends.current()
-    saved = backends.export_kms_key(REGION, old)
-    kms.schedule_key_deletion(KeyId=old, PendingWindowInDays=7)
-
-    fresh = kms.create_key()["KeyMetadata"]["KeyId"]
-    kms_arn = backends.restore_kms_key(REGION, {**saved, "key_id": saved["key_id"] + "x"}, fresh)
-    assert kms_arn.endswith("/" + saved["key_id"] + "x")
-    # The material came back: the restored key opens what the saved one sealed.
-    ciphertext = kms.encrypt(KeyId=kms_arn, Plaintext=b"fresh")["CiphertextBlob"]
-    assert kms.decrypt(CiphertextBlob=ciphertext)["Plaintext"] == b"fresh"
-    assert sealed
+def test_a_key_restored_in_a_new_moto_process_decrypts_what_the_old_one_sealed() -> None:
+    first = start_moto_process({})
+    try:
+        kms = _client(first, "kms")
+        key_id = kms.create_key()["KeyMetadata"]["KeyId"]
+        sealed = kms.encrypt(KeyId=key_id, Plaintext=b"data key")["CiphertextBlob"]
+        saved = moto_backends.current().export_kms_key(REGION, key_id)
+    finally:
+        first.stop()
+    second = start_moto_process({})
+    try:
+        kms = _client(second, "kms")
+        fresh = kms.create_key()["KeyMetadata"]["KeyId"]
+        with pytest.raises(ClientError):
+            kms.decrypt(CiphertextBlob=sealed)  # a new moto knows no such key
+        arn = moto_backends.current().restore_kms_key(REGION, saved, fresh)
+        assert arn.endswith("/" + key_id)
+        assert kms.decrypt(CiphertextBlob=sealed)["Plaintext"] == b"data key"
+    finally:
+        second.stop()
 
 
 def test_query_vectors_ranks_the_scopes_vectors_in_the_child(
@@ -124,17 +123,18 @@ def test_query_vectors_ranks_the_scopes_vectors_in_the_child(
 
 def test_only_a_caller_with_the_key_gets_an_answer_and_only_to_known_operations(
         child: tuple[MotoService, dict[str, str]]) -> None:
-    service, _ = child
+    assert child
     backends = moto_backends.current()
     assert isinstance(backends, ChildBackends)
     address = backends._address
-    with pytest.raises(Exception):  # noqa: B017,PT011 - AuthenticationError or a reset
+    with pytest.raises(AuthenticationError):
         Client(address, authkey=b"not the key")
     with pytest.raises(MotoProcessError, match="unknown operation"):
         backends._call("__init__")
-    with pytest.raises(MotoProcessError, match="ResourceNotFoundException"):  # its kind only
+    with pytest.raises(MotoProcessError) as failed:
         backends.dump_tables(REGION, ["no-such-table"])
-    assert _table(service)  # the child still serves after refusing
+    assert str(failed.value) == "dump_tables: ResourceNotFoundException"  # its kind, no text
+    assert backends.dump_tables(REGION, []) == {}  # the listener still answers the key holder
 
 
 def test_stop_ends_the_child_and_points_back_at_this_process(
@@ -145,8 +145,17 @@ def test_stop_ends_the_child_and_points_back_at_this_process(
     # Its own session: a Ctrl-C to the service's terminal (process group) does not reach it.
     assert os.getsid(process.pid) != os.getsid(0)
     service.stop()
-    assert process.poll() is not None
+    assert process.returncode == 0  # it left on its own when its stdin closed, not killed
     assert isinstance(moto_backends.current(), moto_backends.InProcessBackends)
+
+
+def _gone(pid: int) -> bool:
+    """Exited (a zombie waiting for a reaper counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state == "Z"
 
 
 def test_the_child_does_not_outlive_a_service_that_dies() -> None:
@@ -157,10 +166,36 @@ def test_the_child_does_not_outlive_a_service_that_dies() -> None:
         print(service.server.process.pid, flush=True)
         os._exit(1)  # no stop(): a crash
     """)
-    died = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, check=False)
+    died = subprocess.run([sys.executable, "-c", script], stdout=subprocess.PIPE,
+                          stderr=subprocess.DEVNULL, text=True, timeout=120, check=False)
     pid = int(died.stdout.split()[0])
-    deadline = time.monotonic() + 20
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive(pid)
+    try:
+        deadline = time.monotonic() + 20
+        while not _gone(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _gone(pid)
+    finally:
+        if not _gone(pid):
+            os.kill(pid, 9)
+
+
+def test_a_silent_caller_holds_up_no_one_and_a_dead_child_fails_calls_fast(
+        child: tuple[MotoService, dict[str, str]]) -> None:
+    service, _ = child
+    backends = moto_backends.current()
+    assert isinstance(backends, ChildBackends)
+    assert isinstance(service.server, MotoChild)
+    with socket.create_connection(backends._address):  # connects, never authenticates
+        assert backends.dump_tables(REGION, []) == {}
+    service.server.process.kill()
+    service.server.process.wait()
+    with pytest.raises(MotoProcessError):
+        backends.dump_tables(REGION, [])
+
+
+def test_every_operation_of_the_protocol_is_served_and_none_else() -> None:
+    declared = {name for name in vars(moto_backends.MotoBackends) if not name.startswith("_")}
+    assert declared == moto_backends.OPERATIONS
+    for name in declared:
+        assert callable(getattr(ChildBackends, name))
+        assert callable(getattr(moto_backends.InProcessBackends, name))

@@ -87,15 +87,21 @@ with mock_aws():
                                           ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
     records = streams.get_records(ShardIterator=iterator, Limit=1000)["Records"]
     seen.append([(r["eventName"], r["dynamodb"]["Keys"]["sk"]["S"]) for r in records])
-    for low, high, forward in (("004", "016", False), ("", "011", False),
-                               ("030", "040", False), ("016", "016", False),
-                               ("004", "016", True), ("004", "007", True)):
-        # A posting write's read: the two highest keys in a range, descending.
-        page = db.query(
-            TableName="t", KeyConditionExpression="pk = :p AND sk BETWEEN :low AND :high",
-            ExpressionAttributeValues={":p": {"S": "P1"}, ":low": {"S": low or "0"},
-                                       ":high": {"S": high}},
-            ScanIndexForward=forward, Limit=2)
+    for low, high, forward, start in (
+            ("004", "016", False, None), ("", "011", False, None), ("030", "040", False, None),
+            ("016", "016", False, None), ("004", "016", True, None), ("004", "007", True, None),
+            ("010", "013", False, None), ("025", "040", True, None), ("", "004", False, None),
+            ("004", "016", True, "007"), ("004", "016", False, "013"), ("004", "013", True, "007")):
+        # A posting write's read (the two highest keys in a range, descending), other
+        # directions, exact-limit pages, and later pages from a start key.
+        args = {"TableName": "t",
+                "KeyConditionExpression": "pk = :p AND sk BETWEEN :low AND :high",
+                "ExpressionAttributeValues": {":p": {"S": "P1"}, ":low": {"S": low or "0"},
+                                              ":high": {"S": high}},
+                "ScanIndexForward": forward, "Limit": 2}
+        if start:
+            args["ExclusiveStartKey"] = {"pk": {"S": "P1"}, "sk": {"S": start}}
+        page = db.query(**args)
         seen.append([[i["sk"]["S"] for i in page["Items"]],
                      page.get("LastEvaluatedKey", {}).get("sk", {}).get("S")])
 print(json.dumps(seen))
@@ -134,8 +140,12 @@ def test_shimmed_moto_answers_every_transaction_and_query_as_moto_does() -> None
     assert [sk for _, sk in plain[9]].count("third") == 0
     assert len(plain[9]) == 32
     # BETWEEN, Limit 2, both directions: the items and where the next page would start.
-    assert plain[10:] == [[["016", "013"], "013"], [["010", "007"], "007"], [[], None],
-                          [["016"], None], [["004", "007"], "007"], [["004", "007"], "007"]]
+    assert plain[10:16] == [[["016", "013"], "013"], [["010", "007"], "007"], [[], None],
+                            [["016"], None], [["004", "007"], "007"], [["004", "007"], "007"]]
+    assert plain[16:19] == [[["013", "010"], "010"], [["025", "028"], None],
+                            [["004", "001"], None]]
+    assert [items for items, _ in plain[19:]] == [["010", "013"], ["010", "007"],
+                                                  ["010", "013"]]
 
 
 READS_SCENARIO = r"""

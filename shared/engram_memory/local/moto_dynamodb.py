@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy as std_copy
 import operator
 import types
+from contextlib import AbstractContextManager
 from typing import Any
 
 from engram_memory.local import moto_read_answers
@@ -31,6 +32,12 @@ from engram_memory.local.request_turns import RequestTurns, is_long
 
 _TURNS = RequestTurns()
 _INSTALLED: set[str] = set()
+
+
+def dynamodb_turn() -> AbstractContextManager[None]:
+    """Hold the DynamoDB request turn (a long one): for work on moto's tables outside its
+    API (the moto process's snapshot and bulk writes)."""
+    return _TURNS.turn(long=True)
 
 
 def prepare_moto_dynamodb() -> None:
@@ -171,22 +178,28 @@ def _still_ordered(seen: list[Any], items: dict[Any, Any]) -> bool:
     return len(seen) == len(items) and all(map(operator.is_, items.values(), seen))
 
 
+def _next_beyond(listed: list[Any], forward: bool, low: Any, high: Any) -> list[Any]:
+    """The partition's first item past the range in the query's direction, if any."""
+    if forward:
+        above = [item for item in listed if item.range_key > high]
+        return [min(above, key=_range_key)] if above else []
+    below = [item for item in listed if item.range_key < low]
+    return [max(below, key=_range_key)] if below else []
+
+
+def _range_key(item: Any) -> Any:
+    return item.range_key
+
+
 def _first_in_range(listed: list[Any], in_range: list[Any], limit: int, forward: bool,
                     low: Any, high: Any) -> list[Any]:
-    """The first ``limit`` items of ``in_range`` in the query's direction and the item moto
-    would meet next in the partition (in range or past it: moto answers ``LastEvaluatedKey``
-    when one follows a full page)."""
-    def key(item: Any) -> Any:
-        return item.range_key
-
-    in_range.sort(key=key, reverse=not forward)
+    """The first ``limit`` items of ``in_range`` (sorted in place) in the query's direction
+    and the item moto would meet next in the partition, in range or past it: moto answers
+    ``LastEvaluatedKey`` when one follows a full page."""
+    in_range.sort(key=_range_key, reverse=not forward)
     if len(in_range) > limit:
         return in_range[:limit + 1]
-    beyond = ([item for item in listed if item.range_key > high] if forward
-              else [item for item in listed if item.range_key < low])
-    if not beyond:
-        return in_range
-    return [*in_range, min(beyond, key=key) if forward else max(beyond, key=key)]
+    return [*in_range, *_next_beyond(listed, forward, low, high)]
 
 
 def query_reads_one_partition() -> None:
@@ -217,8 +230,10 @@ def query_reads_one_partition() -> None:
             low, high = bounds
             listed = list(items.values())
             in_range = [item for item in listed if low <= item.range_key <= high]
-            if not limit or start or len(in_range) < limit:
+            if not limit or (not start and len(in_range) < limit):
                 return in_range
+            if start:  # moto skips to the start key itself; it needs what follows the range
+                return [*in_range, *_next_beyond(listed, forward is not False, low, high)]
             return _first_in_range(listed, in_range, limit, forward is not False, low, high)
         if not limit or start or ranged:
             return list(items.values())

@@ -2,24 +2,24 @@
 
 Run in the service's process, moto's HTTP server and the handlers share one GIL: another
 workspace's two-item ``get`` waited behind every Query of a long search, in Python, even
-though each request is short (measured: 8 ms alone, 61 ms beside back-to-back 32-word
-searches; docs/performance.md, "Search isolation"). In a process of its own, moto runs on
-the other core.
+though each request is short (measured: 7 ms alone, 67 ms beside back-to-back 32-word
+searches; 36 with moto in its own process: docs/decisions/local-moto-process.md).
 
-The child (``python -m engram_memory.local.moto_process``) installs the DynamoDB shims
-(``moto_dynamodb``), starts moto's server on a free loopback port, and answers the
-operations that have no moto API (``moto_backends.OPERATIONS``) over a
-``multiprocessing.connection`` listener on loopback, authenticated with a key the parent
-hands it on stdin (never on the command line or in the environment). It prints one line,
-its two ports, and exits when its stdin closes: when the service stops, or dies. It runs
+The child (``moto_child``) installs the DynamoDB shims, starts moto's server on a free
+loopback port, and answers the operations that have no moto API
+(``moto_backends.OPERATIONS``) over a ``multiprocessing.connection`` listener on loopback,
+authenticated with a key this process hands it on stdin (never on the command line or in
+the environment). It prints one line, its two ports, and exits when its stdin closes: when
+the service stops, or dies. It runs
 in a session of its own, so a Ctrl-C meant for ``engram-memory serve`` does not kill it
-before the service has saved its ``--data-dir`` snapshot through it.
+before the service has saved its ``--data-dir`` snapshot through it, and with ``-P`` (the
+service's import path, never the working directory's modules). One service per process:
+``moto_backends.current()`` is process-wide.
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import secrets
 import select
@@ -28,11 +28,12 @@ import sys
 import threading
 from collections.abc import MutableMapping, Sequence
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import Client, Connection, Listener
+from multiprocessing.connection import Client, Connection
 from typing import Any
 
 from engram_memory import env_names
 from engram_memory.local import moto_backends
+from engram_memory.local.moto_child import KEY_BYTES
 from engram_memory.local.moto_server import (
     DEFAULT_REGION,
     LOOPBACK,
@@ -43,6 +44,8 @@ from engram_memory.local.moto_server import (
 
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
+CALL_TIMEOUT_S = 300.0
+"""Longest wait for one operation's answer (a large store's snapshot takes seconds)."""
 
 
 class MotoProcessError(RuntimeError):
@@ -57,6 +60,7 @@ class ChildBackends:
         self._authkey = authkey
         self._idle: list[Connection] = []
         self._lock = threading.Lock()
+        self._closed = False
 
     def _call(self, operation: str, *args: Any) -> Any:
         with self._lock:
@@ -65,20 +69,28 @@ class ChildBackends:
             if connection is None:
                 connection = Client(self._address, authkey=self._authkey)
             connection.send((operation, args))
+            if not connection.poll(CALL_TIMEOUT_S):
+                raise TimeoutError(operation)
             status, value = connection.recv()
-        except (OSError, EOFError) as exc:
+        except BaseException as exc:
             if connection is not None:
                 connection.close()
-            raise MotoProcessError(operation) from exc
+            if isinstance(exc, (OSError, EOFError, AuthenticationError)):
+                raise MotoProcessError(operation) from exc
+            raise
         with self._lock:
-            self._idle.append(connection)
+            if self._closed:
+                connection.close()
+            else:
+                self._idle.append(connection)
         if status != "ok":
             raise MotoProcessError(f"{operation}: {value}")
         return value
 
     def close(self) -> None:
-        """Close the idle connections."""
+        """Close the idle connections (and any that comes back later)."""
         with self._lock:
+            self._closed = True
             idle, self._idle = self._idle, []
         for connection in idle:
             connection.close()
@@ -151,11 +163,24 @@ def _handshake(process: subprocess.Popen[bytes]) -> dict[str, int]:
     ready, _, _ = select.select([process.stdout], [], [], START_TIMEOUT_S)
     line = process.stdout.readline() if ready else b""
     if not line:
-        process.kill()
-        process.wait()
         raise MotoProcessError("the moto process did not start")
-    ports: dict[str, int] = json.loads(line)
-    return ports
+    ports = json.loads(line)
+    return {"moto": int(ports["moto"]), "backends": int(ports["backends"])}
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    process.kill()
+    process.wait()
+    for pipe in (process.stdin, process.stdout):
+        if pipe is not None:
+            pipe.close()
+
+
+def _child_environment(region: str) -> dict[str, str]:
+    """This environment, dummy AWS credentials, and this process's import path (the child
+    runs with ``-P``: not the working directory's modules, the same code as the service)."""
+    path = os.pathsep.join(entry for entry in sys.path if entry)
+    return {**os.environ, **aws_environment("", 0, region), "PYTHONPATH": path}
 
 
 def start_moto_process(environ: MutableMapping[str, str] | None = None) -> MotoService:
@@ -163,76 +188,21 @@ def start_moto_process(environ: MutableMapping[str, str] | None = None) -> MotoS
     ``moto_backends.current()`` at it."""
     target = os.environ if environ is None else environ
     region = target.get(env_names.AWS_REGION, DEFAULT_REGION)
-    authkey = secrets.token_bytes(32)
-    child_env = {**os.environ, **aws_environment("", 0, region)}
-    process = subprocess.Popen(  # noqa: S603 - this interpreter, a module of this package
-        [sys.executable, "-m", __name__], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        env=child_env, start_new_session=True)
-    assert process.stdin is not None  # Popen was asked for a pipe
-    process.stdin.write(authkey.hex().encode() + b"\n")
-    process.stdin.flush()
-    ports = _handshake(process)
-    backends = ChildBackends((LOOPBACK, ports["backends"]), authkey)
+    authkey = secrets.token_bytes(KEY_BYTES)
+    process = subprocess.Popen(
+        [sys.executable, "-P", "-m", "engram_memory.local.moto_child"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=_child_environment(region),
+        start_new_session=True)
+    try:
+        assert process.stdin is not None  # Popen was asked for a pipe
+        process.stdin.write(authkey.hex().encode() + b"\n")
+        process.stdin.flush()
+        ports = _handshake(process)
+        backends = ChildBackends((LOOPBACK, ports["backends"]), authkey)
+        url = f"http://{LOOPBACK}:{ports['moto']}"
+        configure_moto(url, ports["moto"], target)
+    except BaseException:
+        _kill(process)
+        raise
     moto_backends.use(backends)
-    url = f"http://{LOOPBACK}:{ports['moto']}"
-    configure_moto(url, ports["moto"], target)
     return MotoService(server=MotoChild(process, backends), url=url, port=ports["moto"])
-
-
-# --- the child ----------------------------------------------------------------------------
-
-
-def _answer(connection: Connection, backends: moto_backends.MotoBackends) -> None:
-    """Answer one connection's operations until it closes."""
-    with connection:
-        while True:
-            try:
-                operation, args = connection.recv()
-            except (EOFError, OSError):
-                return
-            if operation not in moto_backends.OPERATIONS:
-                connection.send(("error", "unknown operation"))
-                continue
-            try:
-                result = getattr(backends, operation)(*args)
-            except Exception as exc:  # the parent learns which kind, never the text
-                connection.send(("error", type(exc).__name__))
-                continue
-            connection.send(("ok", result))
-
-
-def _accept(listener: Listener) -> None:
-    backends = moto_backends.InProcessBackends()
-    while True:
-        try:
-            connection = listener.accept()
-        except (AuthenticationError, OSError, EOFError):  # no key, or a caller gone
-            continue
-        threading.Thread(target=_answer, args=(connection, backends), daemon=True,
-                         name="moto-backends").start()
-
-
-def main() -> None:
-    """The child: moto's server, the backend operations, until stdin closes."""
-    from moto.server import ThreadedMotoServer
-
-    from engram_memory.local.moto_dynamodb import prepare_moto_dynamodb
-
-    authkey = bytes.fromhex(sys.stdin.buffer.readline().decode().strip())
-    prepare_moto_dynamodb()
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address=LOOPBACK, port=0, verbose=False)
-    server.start()
-    _, port = server.get_host_and_port()
-    # moto's Step Functions service integrations call back on MOTO_PORT.
-    os.environ.update(aws_environment(f"http://{LOOPBACK}:{port}", port,
-                                      os.environ.get(env_names.AWS_REGION, DEFAULT_REGION)))
-    listener = Listener((LOOPBACK, 0), authkey=authkey)
-    threading.Thread(target=_accept, args=(listener,), daemon=True, name="accept").start()
-    print(json.dumps({"moto": port, "backends": listener.address[1]}), flush=True)
-    sys.stdin.buffer.read()  # until the service closes it (or dies)
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    main()

@@ -72,7 +72,7 @@ def load_tables(account_id: str, region: str, dump: dict[str, list[Any]]) -> int
 
 
 def _dynamodb_backend(account_id: str, region: str) -> Any:
-    from moto.dynamodb.models import dynamodb_backends  # local mode only: moto is in-process
+    from moto.dynamodb.models import dynamodb_backends  # local mode only: moto runs in this process
 
     return dynamodb_backends[account_id][region]
 

@@ -115,12 +115,14 @@ class RunningService:
         for thread in self.threads:
             if thread is not threading.current_thread():
                 thread.join(timeout=15)
-        if self.config.data_dir is not None:
-            state.save_snapshot(self.home, self.settings)
-        self.moto.stop()
-        self.sock.close()
-        _restore_origins(self.configured_origins)
-        _reset_wiring()
+        try:
+            if self.config.data_dir is not None:
+                state.save_snapshot(self.home, self.settings)
+        finally:  # a snapshot that failed (moto's process gone) must not keep moto running
+            self.moto.stop()
+            self.sock.close()
+            _restore_origins(self.configured_origins)
+            _reset_wiring()
 
 
 def _environment(config: LocalConfig, identity: service_home.LocalIdentity, jwks: str,
@@ -264,13 +266,17 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     # overrides already in the environment win.
     os.environ.setdefault("POWERTOOLS_LOG_LEVEL", config.log_level.upper())
     moto = start_moto_process()  # its own process, its own GIL (moto_process)
-    jwks = HostKeyRing([key]).jwks_json()
-    os.environ.update(_environment(config, identity, jwks, LocalSettings.from_env()))
-    rebuild = _provision(home, restore=config.data_dir is not None)
-    _reset_wiring()
-    if rebuild:
-        _rebuild_projection()
-    sock = bind_listener(config.host, config.port)
+    try:
+        jwks = HostKeyRing([key]).jwks_json()
+        os.environ.update(_environment(config, identity, jwks, LocalSettings.from_env()))
+        rebuild = _provision(home, restore=config.data_dir is not None)
+        _reset_wiring()
+        if rebuild:
+            _rebuild_projection()
+        sock = bind_listener(config.host, config.port)
+    except BaseException:
+        moto.stop()
+        raise
     port = int(sock.getsockname()[1])
     # The port is known only now: allow the page's own origins (the host_api handler reads
     # them from the environment, so its per-container settings are rebuilt), beside the
