@@ -54,7 +54,7 @@ def test_serve_prints_the_review_page_and_one_line_per_waiting_confirmation(
         [sys.executable, "-m", "engram_memory.cli.main", "serve", "--port", "0",
          "--data-dir", str(data_dir), "--tenant", "t-console"],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env=clean_env(data_dir / "home"))
+        env=clean_env(data_dir / "home"), start_new_session=True)  # Ctrl-C: to the group
     assert proc.stdout is not None
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=_reader, args=(proc.stdout, lines), daemon=True).start()
