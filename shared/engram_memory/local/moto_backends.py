@@ -106,8 +106,7 @@ class InProcessBackends:
         return exact_top_k(vector, keys, vectors, top_k)
 
 
-OPERATIONS = frozenset({"dump_tables", "load_tables", "write_items", "export_kms_key",
-                        "restore_kms_key", "export_vectors", "import_vectors", "scope_top_k"})
+OPERATIONS = frozenset(name for name in vars(MotoBackends) if not name.startswith("_"))
 """The names of ``MotoBackends``' operations (what the moto process answers)."""
 
 _current: list[MotoBackends] = [InProcessBackends()]

@@ -16,6 +16,7 @@ import logging
 import os
 import sys
 import threading
+from contextlib import nullcontext
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Connection, Listener, answer_challenge, deliver_challenge
 
@@ -50,11 +51,9 @@ def _answer(connection: Connection, authkey: bytes,
             if operation not in moto_backends.OPERATIONS:
                 connection.send(("error", "unknown operation"))
                 continue
+            turn = dynamodb_turn() if operation in TABLE_OPERATIONS else nullcontext()
             try:
-                if operation in TABLE_OPERATIONS:
-                    with dynamodb_turn():
-                        result = getattr(backends, operation)(*args)
-                else:
+                with turn:
                     result = getattr(backends, operation)(*args)
             except Exception as exc:  # the parent learns which kind, never the text
                 connection.send(("error", type(exc).__name__))
