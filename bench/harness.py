@@ -127,14 +127,16 @@ def machine() -> str:
 class Bench:
     """A running local service and the two ways of calling its tools."""
 
-    def __init__(self, workspaces: tuple[str, ...] = (WORKSPACE,)) -> None:
-        """Start the service (moto server, endpoint, pumps) on a free loopback port."""
+    def __init__(self, workspaces: tuple[str, ...] = (WORKSPACE,),
+                 handler_processes: int = 0) -> None:
+        """Start the service (moto server, endpoint, pumps) on a free loopback port; its
+        tool handlers in ``handler_processes`` worker processes (0: this process)."""
         quiet()
         self._saved = dict(os.environ)
         self._data = tempfile.TemporaryDirectory(prefix="engram-bench-")
         self.service: RunningService = start_service(LocalConfig(
             port=0, data_dir=Path(self._data.name), tenant=TENANT,
-            workspaces=workspaces))
+            workspaces=workspaces, handler_processes=handler_processes))
         self.handlers: dict[str, Any] = {}
 
     def pause_pumps(self) -> None:
@@ -173,6 +175,13 @@ class Bench:
                                        "arguments": arguments}))
         envelope: dict[str, Any] = handler(event, LocalLambdaContext(tool.value))
         return envelope
+
+    def invoke(self, tool: Tool, arguments: dict[str, Any], **ctx: Any) -> dict[str, Any]:
+        """Call the tool as the service's MCP endpoint does: through its tool invoker (in
+        this process, or a worker process), the verified context already bound."""
+        return self.service.invoker.invoke(tool, {"tool": tool.value,
+                                                  "context": self.context(**ctx),
+                                                  "arguments": arguments})
 
     def approve(self, tool: Tool, arguments: dict[str, Any]) -> str:
         """An approved, open confirmation for exactly this call; its reference.

@@ -4,8 +4,9 @@ another workspace's calls.
 Run: ``.venv/bin/python bench/search_isolation.py [--records 3000] [--rounds 5] [--before]``.
 The local service (moto server over HTTP, projector pump) gets ``--records`` synthetic
 records in its workspace (bench/search_scale.py's Zipf corpus and bulk loader) and one
-captured + admitted record in a second workspace. Then, through the search Lambda handler
-(in-process, as the endpoint invokes it):
+captured + admitted record in a second workspace. Then, through the service's tool invoker
+(as its MCP endpoint calls the handlers: in ``--handler-processes`` worker processes, 2 as
+``serve``'s default; 0 runs them in this process, as before ``local/process_invoker.py``):
 
 * a 3-term and a 64-term query of the corpus' most frequent words, ``--rounds`` times
   each: p50/p95 ms, DynamoDB calls, and sequential round trips (bench/aws_calls.py,
@@ -17,7 +18,8 @@ captured + admitted record in a second workspace. Then, through the search Lambd
 ``--before`` reproduces the previous read pattern on the same data: one Query per term,
 one after another, up to 64 terms, no per-search postings budget. ``--moto-in-process``
 runs moto's server in the service's own process, as the local service did before
-``local/moto_process.py`` (one GIL for moto and the handlers).
+``local/moto_process.py`` (one GIL for moto and the handlers). Both run the handlers in this
+process (they patch its code).
 """
 
 from __future__ import annotations
@@ -49,8 +51,8 @@ def timed(call: Any, rounds: int, name: str) -> list[float]:
 
 
 def searcher(bench: Bench, query: str) -> Any:
-    """A search of ``query`` in the loaded workspace through the search handler."""
-    return lambda: bench.direct(Tool.SEARCH, {"query": query, "purpose_ref": "purpose:bench",
+    """A search of ``query`` in the loaded workspace, as the endpoint calls the handler."""
+    return lambda: bench.invoke(Tool.SEARCH, {"query": query, "purpose_ref": "purpose:bench",
                                               "limit": 10})
 
 
@@ -60,10 +62,12 @@ def query_row(bench: Bench, name: str, query: str, rounds: int) -> list[Any]:
     from engram_memory.domain.tokenizer import query_terms
 
     times = timed(searcher(bench, query), rounds, f"search of {name}")
+    arguments = {"query": query, "purpose_ref": "purpose:bench", "limit": 10}
+    bench.direct(Tool.SEARCH, arguments)  # warm, as the timed calls' workers are
     recorder = RoundTripRecorder(network_latency_s=0.05).attach([bootstrap.dynamodb_client()])
     try:
-        with recorder.measure() as calls:
-            searcher(bench, query)()
+        with recorder.measure() as calls:  # in this process, where the recorder listens
+            bench.direct(Tool.SEARCH, arguments)
     finally:
         recorder.detach()
     return [name, len(query_terms(query)), f"{statistics.median(times):.0f}",
@@ -85,7 +89,7 @@ def other_workspace_get(bench: Bench, record_id: str, rounds: int,
         worker.start()
         time.sleep(0.5)
     try:
-        return timed(lambda: bench.direct(
+        return timed(lambda: bench.invoke(
             Tool.GET, {"record_id": record_id, "purpose_ref": "purpose:bench"},
             workspace_id=OTHER), rounds,
             "the other workspace's get" + (" beside searches" if busy_query else " alone"))
@@ -93,6 +97,20 @@ def other_workspace_get(bench: Bench, record_id: str, rounds: int,
         stop.set()
         if busy_query:
             worker.join()
+
+
+def warm(bench: Bench, record_id: str, processes: int) -> None:
+    """Load the search and get handlers in every worker (a first call in a fresh process
+    imports them: a cold start, which the timed calls leave out as they did in process)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    calls = [searcher(bench, "warm up"), lambda: bench.invoke(
+        Tool.GET, {"record_id": record_id, "purpose_ref": "purpose:bench"},
+        workspace_id=OTHER)]
+    with ThreadPoolExecutor(max(processes, 1)) as callers:
+        for call in calls:
+            for _ in range(2):
+                list(callers.map(lambda _: call(), range(max(processes, 1))))
 
 
 def moto_in_this_process() -> None:
@@ -117,14 +135,20 @@ def main() -> None:
     parser.add_argument("--before", action="store_true", help="the previous read pattern")
     parser.add_argument("--moto-in-process", action="store_true",
                         help="moto's server in this process (before moto_process)")
+    parser.add_argument("--handler-processes", type=int, default=2,
+                        help="worker processes for the handlers, as serve's default "
+                             "(0: in this process, as before process_invoker)")
     options = parser.parse_args()
     if options.moto_in_process:
         moto_in_this_process()
+    if options.before or options.moto_in_process:
+        options.handler_processes = 0  # both arrangements patch this process's code
     corpus = Corpus()
     short = " ".join(corpus.words[:3])
     long = " ".join(corpus.words[:64])
     with silenced():
-        bench = Bench(workspaces=(WORKSPACE, OTHER))
+        bench = Bench(workspaces=(WORKSPACE, OTHER),
+                      handler_processes=options.handler_processes)
         try:
             from engram_memory import bootstrap
 
@@ -138,6 +162,7 @@ def main() -> None:
             record_id = admitted["output"]["value"]["outcome"]["record_id"]
             load(corpus, 0, options.records, bootstrap.dynamodb_client(), WORKSPACE)
             bench.pause_pumps()
+            warm(bench, record_id, options.handler_processes)
             rows = [query_row(bench, "3 frequent words", short, options.rounds),
                     query_row(bench, "64 frequent words", long, options.rounds)]
             alone = other_workspace_get(bench, record_id, 4 * options.rounds, None)
@@ -146,6 +171,8 @@ def main() -> None:
             bench.close()
     mode = "before (sequential, no budget)" if options.before else "after"
     mode += "; moto in this process" if options.moto_in_process else "; moto in its own process"
+    mode += (f"; handlers in {options.handler_processes} worker processes"
+             if options.handler_processes else "; handlers in this process")
     print(f"{options.records} records, {mode}; {machine()}")
     print(table(["query", "terms used", "p50 ms", "p95 ms", "DynamoDB calls",
                  "sequential round trips"], rows))

@@ -104,6 +104,26 @@ with mock_aws():
         page = db.query(**args)
         seen.append([[i["sk"]["S"] for i in page["Items"]],
                      page.get("LastEvaluatedKey", {}).get("sk", {}).get("S")])
+    # Keys deleted and added after the partition was read (the shim's key order must follow),
+    # by a delete, a put and a transaction, then the same reads again.
+    db.delete_item(TableName="t", Key={"pk": {"S": "P1"}, "sk": {"S": "007"}})
+    db.delete_item(TableName="t", Key={"pk": {"S": "P1"}, "sk": {"S": "008"}})  # absent
+    db.put_item(TableName="t", Item={"pk": {"S": "P1"}, "sk": {"S": "0085"}})
+    db.put_item(TableName="t", Item={"pk": {"S": "P1"}, "sk": {"S": "010"}, "v": {"N": "2"}})
+    db.transact_write_items(TransactItems=[put("P1", "017"), {"Delete": {"TableName": "t",
+        "Key": {"pk": {"S": "P1"}, "sk": {"S": "013"}}}}])
+    for low, high, forward, limit in (("004", "016", False, 2), ("004", "016", True, 2),
+                                      ("008", "011", True, 5), ("0", "999", False, 3)):
+        page = db.query(TableName="t",
+                        KeyConditionExpression="pk = :p AND sk BETWEEN :low AND :high",
+                        ExpressionAttributeValues={":p": {"S": "P1"}, ":low": {"S": low},
+                                                   ":high": {"S": high}},
+                        ScanIndexForward=forward, Limit=limit)
+        seen.append([[(i["sk"]["S"], i.get("v", {}).get("N")) for i in page["Items"]],
+                     page.get("LastEvaluatedKey", {}).get("sk", {}).get("S")])
+    seen.append([i["sk"]["S"] for i in db.query(
+        TableName="t", KeyConditionExpression="pk = :p", Limit=3, ScanIndexForward=False,
+        ExpressionAttributeValues={":p": {"S": "P1"}})["Items"]])
 print(json.dumps(seen))
 """
 
@@ -144,8 +164,14 @@ def test_shimmed_moto_answers_every_transaction_and_query_as_moto_does() -> None
                             [["016"], None], [["004", "007"], "007"], [["004", "007"], "007"]]
     assert plain[16:19] == [[["013", "010"], "010"], [["025", "028"], None],
                             [["004", "001"], None]]
-    assert [items for items, _ in plain[19:]] == [["010", "013"], ["010", "007"],
-                                                  ["010", "013"]]
+    assert [items for items, _ in plain[19:22]] == [["010", "013"], ["010", "007"],
+                                                    ["010", "013"]]
+    # After deletes and puts of keys (007, 013 gone; 0085, 017 new; 010 rewritten).
+    assert plain[22:] == [[[["016", None], ["010", "2"]], "010"],
+                          [[["004", None], ["0085", None]], "0085"],
+                          [[["0085", None], ["010", "2"]], None],
+                          [[["028", None], ["025", None], ["022", None]], "022"],
+                          ["028", "025", "022"]]
 
 
 READS_SCENARIO = r"""

@@ -41,6 +41,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--tenant", help="tenant id of this deployment (default: local)")
     serve.add_argument("--workspaces", default="", help="allowed workspaces (csv; default any)")
     serve.add_argument("--log-level", default="warning")
+    serve.add_argument("--handler-processes", type=int, default=2,
+                       help="worker processes running the tool handlers, as Lambda runs each "
+                            "invocation apart (0: in the service's process)")
     serve.set_defaults(func=run)
 
 
@@ -54,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
 
     config = LocalConfig(host=args.host, port=args.port, data_dir=args.data_dir,
                          tenant=args.tenant, workspaces=tuple(csv(args.workspaces)),
-                         log_level=args.log_level, console=True)
+                         log_level=args.log_level, console=True,
+                         handler_processes=args.handler_processes)
     service = start_service(config, background=False)
     maintainer = mint_maintainer_token(
         service_home.host_key(service.home), issuer=service.identity.issuer,

@@ -87,6 +87,11 @@ class ChildBackends:
             raise MotoProcessError(f"{operation}: {value}")
         return value
 
+    @property
+    def address(self) -> tuple[tuple[str, int], bytes]:
+        """Where another process of this service reaches the moto process: address, key."""
+        return self._address, self._authkey
+
     def close(self) -> None:
         """Close the idle connections (and any that comes back later)."""
         with self._lock:

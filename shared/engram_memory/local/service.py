@@ -35,12 +35,14 @@ from engram_memory.local.inprocess_invoker import (
     load_handler,
 )
 from engram_memory.local.listener import HEADER_TIMEOUT_S, listener_config
-from engram_memory.local.moto_process import start_moto_process
+from engram_memory.local.moto_process import MotoChild, start_moto_process
 from engram_memory.local.moto_server import LOOPBACK, MotoService
+from engram_memory.local.process_invoker import ProcessInvoker
 from engram_memory.local.projector_pump import run_projector_pump
 from engram_memory.local.provisioning import provision_environment, provisioned_variables
 from engram_memory.local.queue_pump import run_queue_pump
 from engram_memory.local.review_page import review_routes, review_url
+from engram_memory.mcp.dispatch import ToolInvoker
 from engram_memory.mcp.server import (
     MCP_PATH,
     build_app,
@@ -70,6 +72,9 @@ class LocalConfig:
     header_timeout_s: float = HEADER_TIMEOUT_S
     console: bool = False
     """Print a line per confirmation waiting for a decision (``engram-memory serve``)."""
+    handler_processes: int = 0
+    """Run tool handlers in this many worker processes (``process_invoker``); 0: in this
+    process, where a test can reach them."""
 
 
 @dataclass
@@ -86,6 +91,8 @@ class RunningService:
     stop_event: threading.Event
     threads: list[threading.Thread]
     sock: socket.socket
+    invoker: ToolInvoker
+    """How the MCP endpoint reaches the tool handlers (in process, or worker processes)."""
     configured_origins: tuple[str, ...] = ()
     """``ENGRAM_ALLOWED_ORIGINS`` as configured, before this service added its own."""
 
@@ -116,6 +123,8 @@ class RunningService:
             if thread is not threading.current_thread():
                 thread.join(timeout=15)
         try:
+            if isinstance(self.invoker, ProcessInvoker):
+                self.invoker.close()
             if self.config.data_dir is not None:
                 state.save_snapshot(self.home, self.settings)
         finally:  # a snapshot that failed (moto's process gone) must not keep moto running
@@ -216,9 +225,20 @@ def _allowed_hosts(host: str, port: int, extra: tuple[str, ...]) -> list[str]:
     return sorted(hosts | set(extra))
 
 
-def build_local_app(config: LocalConfig, settings: Settings, port: int) -> Any:
-    """The ASGI app: MCP endpoint (in-process invoker), host routes, well-known metadata."""
-    endpoint = build_endpoint(settings, InProcessInvoker(config.functions_dir))
+def tool_invoker(config: LocalConfig, moto: MotoService) -> ToolInvoker:
+    """The handlers in this process, or in ``config.handler_processes`` worker processes."""
+    if config.handler_processes <= 0:
+        return InProcessInvoker(config.functions_dir)
+    if not isinstance(moto.server, MotoChild):
+        raise ValueError("handler processes need moto in a process of its own")
+    return ProcessInvoker(config.functions_dir, config.handler_processes,
+                          moto.server.backends.address)
+
+
+def build_local_app(config: LocalConfig, settings: Settings, port: int,
+                    invoker: ToolInvoker) -> Any:
+    """The ASGI app: MCP endpoint (``invoker``), host routes, well-known metadata."""
+    endpoint = build_endpoint(settings, invoker)
     manager = session_manager(build_server(endpoint), transport_security(
         _allowed_hosts(config.host, port, settings.allowed_hosts), settings.allowed_origins))
     # The review page first: /host/review is a page, not a host route.
@@ -289,12 +309,13 @@ def start_service(config: LocalConfig, *, background: bool = True) -> RunningSer
     stop_event = threading.Event()
     review = review_url(f"http://{_named(config.host)}:{port}") if config.console else None
     threads = _start_pumps(settings, stop_event, review)
-    uv_config = listener_config(build_local_app(config, settings, port),
+    invoker = tool_invoker(config, moto)  # after the environment is final: workers copy it
+    uv_config = listener_config(build_local_app(config, settings, port, invoker),
                                 log_level=config.log_level,
                                 header_timeout_s=config.header_timeout_s)
     server = uvicorn.Server(uv_config)
     service = RunningService(config, home, identity, settings, moto, port, server, stop_event,
-                             threads, sock, configured)
+                             threads, sock, invoker, configured)
     service_home.write_endpoint(home, service.mcp_url)
     if background:
         thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},
