@@ -107,10 +107,10 @@ def warm(bench: Bench, record_id: str, processes: int) -> None:
     calls = [searcher(bench, "warm up"), lambda: bench.invoke(
         Tool.GET, {"record_id": record_id, "purpose_ref": "purpose:bench"},
         workspace_id=OTHER)]
-    with ThreadPoolExecutor(max(processes, 1)) as callers:
-        for call in calls:
+    with ThreadPoolExecutor(max(processes, 1)) as callers:  # best effort: at once, so
+        for call in calls:                                    # each worker likely gets one
             for _ in range(2):
-                list(callers.map(lambda _: call(), range(max(processes, 1))))
+                list(callers.map(lambda _, call=call: call(), range(max(processes, 1))))
 
 
 def moto_in_this_process() -> None:

@@ -56,11 +56,29 @@ def serve(data_dir: Path) -> tuple[subprocess.Popen[str], str]:
 
 def interrupt(proc: subprocess.Popen[str]) -> str:
     # As a terminal's Ctrl-C does: to the whole process group (moto's process is not in it,
-    # so it is still there to take the snapshot).
+    # so it is still there to take the snapshot; the handler workers are, and ignore it).
     os.killpg(proc.pid, signal.SIGINT)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 0
+    deadline = time.monotonic() + 15
+    while session_members(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert session_members(proc.pid) == [], "a process of the service outlived it"
     return out
+
+
+def session_members(sid: int) -> list[str]:
+    """Command lines of the running (not zombie) processes in session ``sid``."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":
+            members.append(cmdline.decode(errors="replace"))
+    return members
 
 
 def token(data_dir: Path) -> str:
@@ -113,6 +131,9 @@ def test_serve_stops_on_ctrl_c_and_a_data_dir_keeps_records_and_pending_candidat
         # A pending candidate's data key is wrapped by the tenant KMS key: it must survive.
         candidate_id = asyncio.run(capture_only(url, token(data_dir),
                                                 "Backups are verified every Monday."))
+        # The calls ran in handler worker processes of the service (serve's default).
+        workers = [c for c in session_members(proc.pid) if "spawn_main" in c]
+        assert workers, session_members(proc.pid)
     finally:
         out = interrupt(proc)
     assert "engram-memory stopped" in out

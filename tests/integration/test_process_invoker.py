@@ -3,7 +3,9 @@
 What the local service relies on when it runs handlers there: each call runs in a process
 other than the service's, concurrent calls run at once in different workers, the envelope
 and the contract's errors come back as in-process calls give them (never a handler's
-exception text), a worker that dies costs one call, and no worker outlives the service.
+exception text, raised by a call or by the handler's import), a worker that dies fails the
+calls in flight and the next call gets a fresh pool, stopping refuses what is queued and
+kills what hangs, and no worker outlives the service.
 The handlers here are small files in a temporary ``functions/`` folder.
 """
 
@@ -25,6 +27,7 @@ from engram_memory.domain.errors import (
     NotFound,
     StoreUnavailable,
 )
+from engram_memory.local import process_invoker
 from engram_memory.local.process_invoker import ProcessInvoker
 
 NO_BACKENDS = (("127.0.0.1", 9), b"k" * 32)  # never dialled by these handlers
@@ -60,8 +63,13 @@ HANDLERS = {
     """,
     "withdraw": """
         from engram_memory.domain.errors import NotFound
+        class HandlersOwnNotFound(NotFound):
+            pass
         def lambda_handler(event, context):
-            raise NotFound()
+            raise HandlersOwnNotFound()
+    """,
+    "request_admission": f"""
+        raise ValueError("{SECRET} at import")
     """,
 }
 
@@ -116,32 +124,72 @@ def test_concurrent_calls_run_at_once_in_different_workers(
     assert len({answer["pid"] for answer in answers}) == 2
 
 
-def test_a_contract_error_crosses_as_its_class(invoker: ProcessInvoker) -> None:
-    with pytest.raises(NotFound):
+def test_a_contract_error_crosses_as_its_contract_class(invoker: ProcessInvoker) -> None:
+    with pytest.raises(NotFound) as raised:
         invoker.invoke(Tool.WITHDRAW, _event({}))
+    assert type(raised.value) is NotFound  # the handler's own subclass stays in the worker
 
 
+@pytest.mark.parametrize("tool", [
+    Tool.CAPTURE,  # raised by the call
+    Tool.REQUEST_ADMISSION,  # raised by the handler's import
+])
 def test_a_crashed_handler_is_an_unknown_outcome_and_its_text_stays_in_the_worker(
     invoker: ProcessInvoker, caplog: pytest.LogCaptureFixture,
+    capfd: pytest.CaptureFixture[str], tool: Tool,
 ) -> None:
     with caplog.at_level(logging.DEBUG), pytest.raises(MutationOutcomeUnknown) as raised:
-        invoker.invoke(Tool.CAPTURE, _event({}))
-    assert SECRET not in caplog.text
+        invoker.invoke(tool, _event({}))  # both tools mutate: the outcome is unknown
+    out, err = capfd.readouterr()  # the workers write to this process's stdout and stderr
+    assert SECRET not in caplog.text + out + err
     assert SECRET not in repr(raised.value)
     assert raised.value.__cause__ is None
     assert [r.getMessage() for r in caplog.records] == ["tool handler raised"]
 
 
-def test_a_worker_that_dies_costs_its_call_only(invoker: ProcessInvoker) -> None:
+def test_a_worker_that_dies_fails_its_call_and_the_next_call_gets_a_fresh_pool(
+    invoker: ProcessInvoker,
+) -> None:
     with pytest.raises(MutationOutcomeUnknown):
         invoker.invoke(Tool.FORGET, _event({}))  # forget mutates: its outcome is unknown
     assert invoker.invoke(Tool.GET, _event({}))["ok"] is True
 
 
-def test_a_tool_without_a_handler_is_unavailable(invoker: ProcessInvoker) -> None:
-    assert Tool.REQUEST_ADMISSION not in invoker.available()
-    with pytest.raises(StoreUnavailable):
-        invoker.invoke(Tool.REQUEST_ADMISSION, _event({}))
+def test_a_tool_without_a_handler_is_unavailable(tmp_path: Path) -> None:
+    empty = ProcessInvoker(tmp_path / "functions", 1, NO_BACKENDS)
+    try:
+        assert empty.available() == frozenset()
+        with pytest.raises(StoreUnavailable):
+            empty.invoke(Tool.GET, _event({}))
+    finally:
+        empty.close()
+
+
+def test_stopping_refuses_queued_calls_and_kills_a_hung_worker(
+    functions: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(process_invoker, "STOP_TIMEOUT_S", 1.0)
+    one = ProcessInvoker(functions, 1, NO_BACKENDS)
+    folder = tmp_path / "never-enough"
+    folder.mkdir()
+    hang = _event({"folder": str(folder), "expected": 99})  # waits up to 30 s
+    with ThreadPoolExecutor(2) as callers:
+        hung = callers.submit(one.invoke, Tool.SEARCH, hang)
+        while not any(folder.iterdir()):  # the first call is running in the worker
+            time.sleep(0.05)
+        queued = callers.submit(one.invoke, Tool.SEARCH, hang)
+        time.sleep(0.2)  # handed to the pool, behind the first
+        started = time.monotonic()
+        one.close()
+        assert time.monotonic() - started < 10  # not the handler's 30 s
+        with pytest.raises(StoreUnavailable):
+            queued.result(timeout=10)  # never ran: refused
+        with pytest.raises(StoreUnavailable):
+            hung.result(timeout=10)  # its worker killed: search reads, so unavailable
+    assert len(list(folder.iterdir())) == 1  # the queued call never ran
+    assert not _alive(int(next(folder.iterdir()).name))
 
 
 def test_after_close_no_worker_remains_and_calls_are_refused(

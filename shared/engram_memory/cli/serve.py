@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 from pathlib import Path
 
 from engram_memory.cli._common import csv
@@ -41,10 +42,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve.add_argument("--tenant", help="tenant id of this deployment (default: local)")
     serve.add_argument("--workspaces", default="", help="allowed workspaces (csv; default any)")
     serve.add_argument("--log-level", default="warning")
-    serve.add_argument("--handler-processes", type=int, default=2,
+    serve.add_argument("--handler-processes", type=_processes, default=2,
                        help="worker processes running the tool handlers, as Lambda runs each "
                             "invocation apart (0: in the service's process)")
     serve.set_defaults(func=run)
+
+
+def _processes(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,6 +63,9 @@ def run(args: argparse.Namespace) -> int:
     from engram_memory.local.review_page import review_url
     from engram_memory.local.service import LocalConfig, serve_forever, start_service
 
+    # This process's Python children (moto's, the handler workers) never import modules from
+    # the working directory: a stray selectors.py there would run inside them.
+    os.environ["PYTHONSAFEPATH"] = "1"
     config = LocalConfig(host=args.host, port=args.port, data_dir=args.data_dir,
                          tenant=args.tenant, workspaces=tuple(csv(args.workspaces)),
                          log_level=args.log_level, console=True,

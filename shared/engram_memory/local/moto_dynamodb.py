@@ -248,8 +248,9 @@ def query_reads_one_partition() -> None:
         items = table.items.get(hash_key, {})
         forward = forward is not False
         if ranged == "BETWEEN" and len(bounds) == 2:
+            low, high = bounds
             keys = _sorted_keys(table, hash_key, items)
-            return [items[k] for k in _in_range(keys, *bounds, limit, start, forward)]
+            return [items[k] for k in _in_range(keys, low, high, limit, start, forward)]
         if not limit or start or ranged:
             return list(items.values())
         keys = _sorted_keys(table, hash_key, items)

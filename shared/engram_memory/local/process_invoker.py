@@ -7,9 +7,11 @@ searches (docs/decisions/local-handler-processes.md has the numbers). Here a cal
 to an idle worker (a spawned interpreter with the service's environment and import path),
 which loads ``functions/<tool>/handler.py`` once, reaches moto through its HTTP endpoint
 and the moto process's backends (``moto_process.ChildBackends``), and answers the
-envelope. Only JSON crosses, as with ``lambda:Invoke``; a handler's exception crosses as
-its contract class, never its text or stack. Workers ignore a terminal's Ctrl-C (the
-service stops them), and exit by themselves when the service's process is gone.
+envelope. The event and the envelope cross as JSON text, as with ``lambda:Invoke``; a
+handler's exception crosses as its contract class (``domain.errors``), never its text or
+stack. Workers ignore a terminal's Ctrl-C (the service stops them), and exit by themselves
+when the service's process is gone. A worker that dies fails the calls in flight in every
+worker (``ProcessPoolExecutor`` then stops them all): the next call starts a fresh pool.
 """
 
 from __future__ import annotations
@@ -22,11 +24,12 @@ import signal
 import threading
 import time
 from collections.abc import Mapping
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import CancelledError, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from engram_memory.domain import errors
 from engram_memory.domain.context import MUTATING_TOOLS, Tool
 from engram_memory.domain.errors import EngramError, MutationOutcomeUnknown, StoreUnavailable
 from engram_memory.local.inprocess_invoker import Handler, LocalLambdaContext, load_handler
@@ -35,6 +38,8 @@ logger = logging.getLogger(__name__)
 
 ORPHAN_CHECK_S = 1.0
 """How often a worker looks whether the service's process is still its parent."""
+STOP_TIMEOUT_S = 10.0
+"""How long ``close`` waits for the calls in flight before it kills their workers."""
 
 BackendsAddress = tuple[tuple[str, int], bytes]
 """Where a worker reaches the moto process's backends: its address and key."""
@@ -75,20 +80,32 @@ class ProcessInvoker:
         """The tools whose handler exists in the checkout."""
         return frozenset(t for t in Tool if (self._dir / t.value / "handler.py").is_file())
 
+    def _submit(self, tool: Tool, event: str) -> tuple[ProcessPoolExecutor, Future[Any]]:
+        """Hand the call to the pool; a pool already broken is replaced once (the call has
+        not run anywhere yet)."""
+        for _ in range(2):
+            pool = self._executor()
+            try:
+                return pool, pool.submit(_invoke_here, tool.value, event)
+            except BrokenProcessPool:
+                self._discard(pool)
+            except RuntimeError:  # shut down: the service is stopping
+                break
+        raise StoreUnavailable()
+
     def invoke(self, tool: Tool, invocation: dict[str, Any]) -> dict[str, Any]:
         """Run the tool handler in a worker on a JSON copy of the event."""
         if not (self._dir / tool.value / "handler.py").is_file():
             raise StoreUnavailable()
-        pool = self._executor()
+        pool, future = self._submit(tool, json.dumps(invocation))
         try:
-            outcome, value = pool.submit(_invoke_here, tool.value,
-                                         json.dumps(invocation)).result()
+            outcome, value = future.result()
         except BrokenProcessPool:
-            # A worker died mid-call (killed, out of memory): as a crashed function.
+            # A worker died (killed, out of memory) while this call was in flight.
             logger.error("tool worker process died", extra={"tool": tool.value})
             self._discard(pool)
             raise _crashed(tool) from None
-        except RuntimeError:  # the pool was shut down (the service is stopping)
+        except CancelledError:  # still queued when the service stopped: it never ran
             raise StoreUnavailable() from None
         if outcome == "error" and isinstance(value, type) and issubclass(value, EngramError):
             raise value()
@@ -101,12 +118,22 @@ class ProcessInvoker:
         return envelope
 
     def close(self) -> None:
-        """Stop the workers (a call in flight finishes first); later calls are refused."""
+        """Stop the workers: calls still queued are refused, calls in flight get
+        ``STOP_TIMEOUT_S`` to finish before their workers are killed; later calls refused."""
         with self._lock:
             self._closed = True
             pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        if pool is None:
+            return
+        # Python 3.14 has pool.kill_workers(); before it, the pool's processes are private.
+        workers = list(getattr(pool, "_processes", {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + STOP_TIMEOUT_S
+        for worker in workers:
+            worker.join(max(deadline - time.monotonic(), 0))
+            if worker.is_alive():
+                worker.kill()
+                worker.join()
 
 
 def _crashed(tool: Tool) -> EngramError:
@@ -148,17 +175,27 @@ def _exit_with_parent(parent: int) -> None:
 
 def _invoke_here(tool: str, event_json: str) -> tuple[str, object]:
     """Run one handler call in this worker: ("ok", envelope JSON), ("error", the contract
-    class it raised) or ("crashed", None); never an exception's text."""
-    handler = _HANDLERS.get(tool)
-    if handler is None:
-        handler = load_handler(_FUNCTIONS_DIR[0], tool)
-        if handler is None:
-            return "error", StoreUnavailable
-        _HANDLERS[tool] = handler
+    class it raised) or ("crashed", None); never an exception's text. Loading the handler
+    counts as the call (an import that fails is a crashed function, as in Lambda)."""
     try:
+        handler = _HANDLERS.get(tool)
+        if handler is None:
+            handler = load_handler(_FUNCTIONS_DIR[0], tool)
+            if handler is None:
+                return "error", StoreUnavailable
+            _HANDLERS[tool] = handler
         result = handler(json.loads(event_json), LocalLambdaContext(f"engram-{tool}"))
         return "ok", json.dumps(result)
     except EngramError as exc:
-        return "error", type(exc)
-    except Exception:
+        return "error", _contract_class(type(exc))
+    except BaseException:  # SystemExit and KeyboardInterrupt too: their text stays here
         return "crashed", None
+
+
+def _contract_class(raised: type[EngramError]) -> type[EngramError]:
+    """The class of ``domain.errors`` the raised one is (a handler module's own subclass
+    could not be unpickled by the service)."""
+    for cls in raised.__mro__:
+        if cls.__module__ == errors.__name__ and issubclass(cls, EngramError):
+            return cls
+    return StoreUnavailable
