@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import bisect
 import copy as std_copy
+import threading
 import types
 from contextlib import AbstractContextManager
 from typing import Any
@@ -171,6 +172,9 @@ _SORTED_KEYS: dict[tuple[int, Any], tuple[dict[Any, Any], list[Any]]] = {}
 """Per (table, partition key): the partition's dict (held, so no other dict takes its id
 while it is here) and its range keys in order, kept in order by every put and delete."""
 _SORTED_PARTITIONS = 4096
+_SORTED_KEYS_LOCK = threading.Lock()
+"""The index is shared by every thread that reaches moto: a moto server without
+``serialize_requests`` (the gate tests' own) serves requests at once."""
 
 
 def _sorted_keys(table: Any, hash_key: Any, items: dict[Any, Any]) -> list[Any]:
@@ -188,6 +192,11 @@ def _sorted_keys(table: Any, hash_key: Any, items: dict[Any, Any]) -> list[Any]:
 
 
 def _key_added(table: Any, hash_key: Any, range_key: Any) -> None:
+    with _SORTED_KEYS_LOCK:
+        _add_key(table, hash_key, range_key)
+
+
+def _add_key(table: Any, hash_key: Any, range_key: Any) -> None:
     entry = _SORTED_KEYS.get((id(table), hash_key))
     if entry is not None:
         keys = entry[1]
@@ -197,6 +206,11 @@ def _key_added(table: Any, hash_key: Any, range_key: Any) -> None:
 
 
 def _key_removed(table: Any, hash_key: Any, range_key: Any) -> None:
+    with _SORTED_KEYS_LOCK:
+        _remove_key(table, hash_key, range_key)
+
+
+def _remove_key(table: Any, hash_key: Any, range_key: Any) -> None:
     entry = _SORTED_KEYS.get((id(table), hash_key))
     if entry is not None:
         keys = entry[1]
@@ -247,16 +261,19 @@ def query_reads_one_partition() -> None:
                      start: Any, forward: Any) -> list[Any]:
         items = table.items.get(hash_key, {})
         forward = forward is not False
-        if ranged == "BETWEEN" and len(bounds) == 2:
-            low, high = bounds
-            keys = _sorted_keys(table, hash_key, items)
-            return [items[k] for k in _in_range(keys, low, high, limit, start, forward)]
-        if not limit or start or ranged:
+        if ranged != "BETWEEN" and (not limit or start or ranged):
             return list(items.values())
-        keys = _sorted_keys(table, hash_key, items)
-        # One past the limit: moto reads it to know there is more (LastEvaluatedKey).
-        chosen = keys[:limit + 1] if forward else keys[-limit - 1:]
-        return [items[k] for k in chosen]
+        with _SORTED_KEYS_LOCK:
+            keys = _sorted_keys(table, hash_key, items)
+            if ranged == "BETWEEN" and len(bounds) == 2:
+                low, high = bounds
+                chosen = _in_range(keys, low, high, limit, start, forward)
+            elif ranged == "BETWEEN":
+                return list(items.values())
+            else:  # one past the limit: moto reads it to know there is more
+                chosen = keys[:limit + 1] if forward else keys[-limit - 1:]
+        # A key another thread deleted meanwhile (an unserialized server) is skipped.
+        return [item for item in map(items.get, chosen) if item is not None]
 
     def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
         # moto's backend passes these positionally, index_name as the 7th after hash_key.
