@@ -29,7 +29,7 @@ from engram_memory.local.provisioning import (
 from engram_memory.local.queue_pump import run_queue_pump
 from engram_memory.settings import Settings
 
-from tests.integration.conftest import BASE_ENV, REGION
+from tests.integration.conftest import BASE_ENV, REGION, _serialized_dynamodb
 from tests.support.host_tokens import (
     generate_host_key,
     mint_agent_token,
@@ -108,6 +108,10 @@ def _reset_wiring() -> None:
 def gate_env() -> Iterator[GateEnv]:
     """Server + provisioned tenant + gate resources + queue pump, for one test module."""
     patch = pytest.MonkeyPatch()
+    # One DynamoDB request at a time, as the mock_aws tiers do: the test's calls, the queue
+    # pump and the workflow's integrations reach this server at once, and unserialized moto
+    # can fail a transaction with a 500 (an admission's MUTATION_OUTCOME_UNKNOWN in CI).
+    _serialized_dynamodb(patch)
     moto_env: dict[str, str] = {}
     # The local service's own starter: free loopback port, MOTO_PORT, execution on.
     moto = start_moto(moto_env)
